@@ -1,0 +1,75 @@
+# Berth's build. `make help` lists the targets.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+BIN := $(CURDIR)/bin
+K8S_BIN := $(BIN)/k8s
+CONTROLLER_GEN := $(BIN)/controller-gen
+GOLANGCI_LINT := $(BIN)/golangci-lint
+export GOFLAGS ?= -buildvcs=false
+# envtest finds etcd, kube-apiserver and kubectl here; nothing is downloaded.
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+
+GO_TEST_FLAGS ?=
+
+##@ General
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: demo
+demo: toolchain manifests ## Start a local API server, install Berth's CRDs and apply the samples.
+	hack/demo.sh
+
+##@ Development
+
+.PHONY: toolchain
+toolchain: ## Build the pinned Kubernetes binaries and tools into bin/ (reused while the pins hold).
+	hack/toolchain.sh all
+
+.PHONY: generate
+generate: ## Generate deepcopy code.
+	@hack/toolchain.sh controller-gen
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+
+.PHONY: manifests
+manifests: ## Generate CRDs and RBAC from the markers.
+	@hack/toolchain.sh controller-gen
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths=./pkg/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: fmt
+fmt: ## Format the code.
+	@hack/toolchain.sh golangci-lint
+	$(GOLANGCI_LINT) fmt ./...
+
+.PHONY: verify
+verify: ## Regenerate everything and fail on any difference.
+	hack/verify.sh
+
+.PHONY: lint
+lint: ## Run golangci-lint.
+	@hack/toolchain.sh golangci-lint
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: build
+build: ## Build Berth's binaries into bin/.
+	go build -o $(BIN)/ ./cmd/...
+
+##@ Testing
+
+.PHONY: test
+test: verify lint test-unit test-integration ## Run every check and test.
+
+.PHONY: test-unit
+test-unit: ## Run the unit tests.
+	go test $(GO_TEST_FLAGS) ./apis/... ./pkg/...
+
+.PHONY: test-integration
+test-integration: ## Run the integration tests against a real kube-apiserver.
+	@hack/toolchain.sh etcd kube
+	go test $(GO_TEST_FLAGS) -count=1 -v ./test/integration/...

@@ -1,0 +1,110 @@
+package v1alpha1
+
+// Labels and annotations that users put on their jobs, and that Berth puts
+// on the pods of admitted jobs.
+const (
+	// QueueNameLabel names the LocalQueue a Job or JobSet is submitted to.
+	// A job carrying it is created suspended and runs only once admitted.
+	QueueNameLabel = "berth.dev/queue-name"
+
+	// PriorityClassLabel names the WorkloadPriorityClass of a job. Changing
+	// it on a queued job re-prioritises the waiting workload.
+	PriorityClassLabel = "berth.dev/priority-class"
+
+	// JobMinParallelismAnnotation allows partial admission of a Job down to
+	// the given number of pods.
+	JobMinParallelismAnnotation = "berth.dev/job-min-parallelism"
+
+	// WorkloadLabel is set on the pods of an admitted job to the name of
+	// its Workload.
+	WorkloadLabel = "berth.dev/workload"
+
+	// PodSetLabel is set on the pods of an admitted job to the name of
+	// their podset.
+	PodSetLabel = "berth.dev/podset"
+)
+
+// Condition types of a ClusterQueue and a LocalQueue.
+const (
+	// ConditionActive is True when the queue can admit workloads.
+	ConditionActive = "Active"
+)
+
+// Reasons of the Active condition.
+const (
+	// ReasonReady means the queue has everything it needs to admit.
+	ReasonReady = "Ready"
+	// ReasonFlavorNotFound means a ResourceFlavor the queue names does not exist.
+	ReasonFlavorNotFound = "FlavorNotFound"
+	// ReasonClusterQueueNotFound means a LocalQueue's ClusterQueue does not exist.
+	ReasonClusterQueueNotFound = "ClusterQueueNotFound"
+	// ReasonClusterQueueInactive means a LocalQueue's ClusterQueue is not active.
+	ReasonClusterQueueInactive = "ClusterQueueInactive"
+	// ReasonStopped means the queue's stopPolicy holds it.
+	ReasonStopped = "Stopped"
+	// ReasonTerminating means the queue is being deleted.
+	ReasonTerminating = "Terminating"
+)
+
+// Condition types of a Workload.
+const (
+	// WorkloadQuotaReserved is True when quota is reserved for the workload
+	// in a ClusterQueue. While False, its message says why it waits.
+	WorkloadQuotaReserved = "QuotaReserved"
+	// WorkloadAdmitted is True when the workload may run.
+	WorkloadAdmitted = "Admitted"
+	// WorkloadEvicted is True when an admitted workload was told to stop.
+	WorkloadEvicted = "Evicted"
+	// WorkloadPreempted is True when the workload was evicted to make room
+	// for another.
+	WorkloadPreempted = "Preempted"
+	// WorkloadRequeued is True when an evicted workload is queued again.
+	WorkloadRequeued = "Requeued"
+	// WorkloadPodsReady is True when all pods of the workload are ready.
+	WorkloadPodsReady = "PodsReady"
+	// WorkloadFinished is True when the workload has completed and released
+	// its quota.
+	WorkloadFinished = "Finished"
+)
+
+// Reasons of Workload conditions.
+const (
+	// ReasonPending means the workload waits for quota; the message says why.
+	ReasonPending = "Pending"
+	// ReasonQuotaReserved means quota is reserved for the workload.
+	ReasonQuotaReserved = "QuotaReserved"
+	// ReasonAdmitted means the workload was admitted.
+	ReasonAdmitted = "Admitted"
+	// ReasonInadmissible means the workload cannot be admitted as it is, for
+	// example because its LocalQueue does not exist.
+	ReasonInadmissible = "Inadmissible"
+
+	// ReasonPreempted is the Evicted reason for a preempted workload.
+	ReasonPreempted = "Preempted"
+	// ReasonClusterQueueStopped is the Evicted reason when the ClusterQueue
+	// is stopped with HoldAndDrain.
+	ReasonClusterQueueStopped = "ClusterQueueStopped"
+	// ReasonLocalQueueStopped is the Evicted reason when the LocalQueue is
+	// stopped with HoldAndDrain.
+	ReasonLocalQueueStopped = "LocalQueueStopped"
+	// ReasonDeactivated is the Evicted reason when spec.active is false.
+	ReasonDeactivated = "Deactivated"
+	// ReasonPodsReadyTimeout is the Evicted reason when the pods did not
+	// become ready in time.
+	ReasonPodsReadyTimeout = "PodsReadyTimeout"
+
+	// ReasonInClusterQueue is the Preempted reason when the preemptor is in
+	// the same ClusterQueue.
+	ReasonInClusterQueue = "InClusterQueue"
+	// ReasonInCohortReclamation is the Preempted reason when the preemptor's
+	// ClusterQueue takes back quota it lent.
+	ReasonInCohortReclamation = "InCohortReclamation"
+	// ReasonInCohortReclaimWhileBorrowing is the Preempted reason when the
+	// preemptor takes quota from a lower-priority workload while borrowing.
+	ReasonInCohortReclaimWhileBorrowing = "InCohortReclaimWhileBorrowing"
+
+	// ReasonSucceeded is the Finished reason of a workload that succeeded.
+	ReasonSucceeded = "Succeeded"
+	// ReasonFailed is the Finished reason of a workload that failed.
+	ReasonFailed = "Failed"
+)

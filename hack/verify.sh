@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Regenerates everything that is generated and fails when the tree then
+# differs from what is committed: generated code, CRDs, RBAC, formatting
+# and go.mod.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+make --no-print-directory generate manifests
+go mod tidy
+for mod in hack/tools/*/; do (cd "$mod" && go mod tidy); done
+unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
+if [[ -n $unformatted ]]; then
+	echo "verify: gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+if ! git diff --exit-code --stat; then
+	echo "verify: generated files or go.mod differ from what is committed; run make generate manifests and go mod tidy" >&2
+	exit 1
+fi
+untracked=$(git ls-files --others --exclude-standard apis config hack go.mod go.sum)
+if [[ -n $untracked ]]; then
+	echo "verify: generated files are not committed:" >&2
+	echo "$untracked" >&2
+	exit 1
+fi
+echo "verify: everything generated is up to date"
