@@ -1,0 +1,204 @@
+package cache
+
+import (
+	"errors"
+	"sync"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// ErrAlreadyHoldsQuota is returned by AssumeWorkload for a workload that
+// already holds quota.
+var ErrAlreadyHoldsQuota = errors.New("workload already holds quota")
+
+// Cache is the live quota state. It is safe for concurrent use.
+//
+// Spec changes (queues, cohorts, flavors) mark the tree stale; it is
+// rebuilt once, at the next snapshot, so that a burst of events at start-up
+// costs one rebuild. Workload changes update usage in place.
+type Cache struct {
+	mu sync.Mutex
+
+	in      treeInputs
+	t       *tree // nil when stale
+	byKey   map[string]*workload.Info
+	assumed map[string]bool
+}
+
+// New returns an empty Cache.
+func New() *Cache {
+	return &Cache{
+		in: treeInputs{
+			clusterQueues: map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue{},
+			cohorts:       map[berthv1alpha1.CohortReference]*berthv1alpha1.Cohort{},
+			flavors:       map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor{},
+			states:        map[berthv1alpha1.ClusterQueueReference]*cqState{},
+		},
+		byKey:   map[string]*workload.Info{},
+		assumed: map[string]bool{},
+	}
+}
+
+// AddOrUpdateClusterQueue adds or replaces a ClusterQueue. The cache keeps
+// obj; the caller must not mutate it afterwards.
+func (c *Cache) AddOrUpdateClusterQueue(obj *berthv1alpha1.ClusterQueue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.in.clusterQueues[berthv1alpha1.ClusterQueueReference(obj.Name)] = obj
+	c.t = nil
+}
+
+// DeleteClusterQueue removes a ClusterQueue. Its workloads stay accounted
+// under its name until they are deleted, so a queue re-created with the
+// same name sees them again.
+func (c *Cache) DeleteClusterQueue(name berthv1alpha1.ClusterQueueReference) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.in.clusterQueues, name)
+	c.t = nil
+}
+
+// AddOrUpdateCohort adds or replaces a Cohort object.
+func (c *Cache) AddOrUpdateCohort(obj *berthv1alpha1.Cohort) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.in.cohorts[berthv1alpha1.CohortReference(obj.Name)] = obj
+	c.t = nil
+}
+
+// DeleteCohort removes a Cohort object. The cohort lives on, without quota
+// or parent, while queues name it.
+func (c *Cache) DeleteCohort(name berthv1alpha1.CohortReference) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.in.cohorts, name)
+	c.t = nil
+}
+
+// AddOrUpdateResourceFlavor adds or replaces a ResourceFlavor.
+func (c *Cache) AddOrUpdateResourceFlavor(obj *berthv1alpha1.ResourceFlavor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.in.flavors[berthv1alpha1.ResourceFlavorReference(obj.Name)] = obj
+	c.t = nil
+}
+
+// DeleteResourceFlavor removes a ResourceFlavor; queues naming it become
+// inactive.
+func (c *Cache) DeleteResourceFlavor(name berthv1alpha1.ResourceFlavorReference) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.in.flavors, name)
+	c.t = nil
+}
+
+// AddOrUpdateWorkload records wl if it holds quota (reserved or admitted,
+// and not finished) and forgets it otherwise. It replaces an assumed entry
+// for the same workload. It reports whether wl is now tracked.
+func (c *Cache) AddOrUpdateWorkload(wl *berthv1alpha1.Workload) bool {
+	info := workload.NewInfo(wl)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remove(info.Key)
+	if info.ClusterQueue == "" || workload.IsFinished(wl) {
+		return false
+	}
+	c.add(info)
+	return true
+}
+
+// DeleteWorkload forgets the workload with key "namespace/name".
+func (c *Cache) DeleteWorkload(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remove(key)
+}
+
+// AssumeWorkload records that the scheduler admitted info (ClusterQueue and
+// Usage set) before the write reached the API, so that the next cycle does
+// not hand out the same quota.
+func (c *Cache) AssumeWorkload(info *workload.Info) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[info.Key]; ok {
+		return ErrAlreadyHoldsQuota
+	}
+	c.add(info)
+	c.assumed[info.Key] = true
+	return nil
+}
+
+// ForgetWorkload rolls back AssumeWorkload after a failed write. A workload
+// that the controllers have since confirmed is kept.
+func (c *Cache) ForgetWorkload(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.assumed[key] {
+		c.remove(key)
+	}
+}
+
+// MarkEvicting records that the workload with key was told to stop, until
+// the controllers report its new state. Preemptors then wait for its quota
+// instead of preempting more.
+func (c *Cache) MarkEvicting(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	info, ok := c.byKey[key]
+	if !ok || info.Evicting {
+		return
+	}
+	cp := *info
+	cp.Evicting = true
+	st := c.in.states[info.ClusterQueue]
+	st.workloads.writable()[key] = &cp
+	c.byKey[key] = &cp
+}
+
+// Snapshot returns a frozen copy of the cache for one cycle.
+func (c *Cache) Snapshot() *Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tree().snapshot(c.in.flavors)
+}
+
+func (c *Cache) tree() *tree {
+	if c.t == nil {
+		c.t = buildTree(c.in)
+	}
+	return c.t
+}
+
+func (c *Cache) add(info *workload.Info) {
+	st, ok := c.in.states[info.ClusterQueue]
+	if !ok {
+		st = newCQState()
+		c.in.states[info.ClusterQueue] = st
+	}
+	st.workloads.writable()[info.Key] = info
+	st.usage.Add(info.Usage)
+	c.byKey[info.Key] = info
+	if c.t != nil {
+		if cq := c.t.clusterQueues[info.ClusterQueue]; cq != nil {
+			cq.addUsage(info.Usage, 1)
+		}
+	}
+}
+
+func (c *Cache) remove(key string) {
+	info, ok := c.byKey[key]
+	if !ok {
+		return
+	}
+	delete(c.byKey, key)
+	delete(c.assumed, key)
+	st := c.in.states[info.ClusterQueue]
+	delete(st.workloads.writable(), key)
+	st.usage.Sub(info.Usage)
+	if c.t != nil {
+		if cq := c.t.clusterQueues[info.ClusterQueue]; cq != nil {
+			cq.addUsage(info.Usage, -1)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package cache
+
+import (
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// Snapshot is a frozen copy of the cache for one scheduling cycle. It is
+// not safe for concurrent use; a cycle owns it and may mutate it to
+// simulate admissions and preemptions.
+type Snapshot struct {
+	ClusterQueues   map[berthv1alpha1.ClusterQueueReference]*ClusterQueue
+	Cohorts         map[berthv1alpha1.CohortReference]*Cohort
+	ResourceFlavors map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor
+}
+
+// snapshot copies t. Workload sets are shared copy-on-write.
+func (t *tree) snapshot(flavors map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor) *Snapshot {
+	s := &Snapshot{
+		ClusterQueues:   make(map[berthv1alpha1.ClusterQueueReference]*ClusterQueue, len(t.clusterQueues)),
+		Cohorts:         make(map[berthv1alpha1.CohortReference]*Cohort, len(t.cohorts)),
+		ResourceFlavors: make(map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor, len(flavors)),
+	}
+	for name, rf := range flavors {
+		s.ResourceFlavors[name] = rf
+	}
+	for _, c := range t.cohorts {
+		if c.parent == nil {
+			s.copyCohort(c, nil)
+		}
+	}
+	for name, cq := range t.clusterQueues {
+		if cq.parent == nil {
+			s.ClusterQueues[name] = cq.copy(nil)
+		}
+	}
+	return s
+}
+
+func (s *Snapshot) copyCohort(c *Cohort, parent *Cohort) *Cohort {
+	out := &Cohort{
+		node:          c.clone(parent),
+		Name:          c.Name,
+		ChildCohorts:  make([]*Cohort, 0, len(c.ChildCohorts)),
+		ClusterQueues: make([]*ClusterQueue, 0, len(c.ClusterQueues)),
+	}
+	s.Cohorts[c.Name] = out
+	for _, child := range c.ChildCohorts {
+		out.ChildCohorts = append(out.ChildCohorts, s.copyCohort(child, out))
+	}
+	for _, cq := range c.ClusterQueues {
+		cp := cq.copy(out)
+		out.ClusterQueues = append(out.ClusterQueues, cp)
+		s.ClusterQueues[cq.Name] = cp
+	}
+	return out
+}
+
+func (cq *ClusterQueue) copy(parent *Cohort) *ClusterQueue {
+	out := *cq
+	out.node = cq.clone(parent)
+	out.workloads = cq.workloads.share()
+	return &out
+}
+
+// AddWorkload adds info, holding quota in its ClusterQueue, to the
+// snapshot. It does nothing if the queue is unknown.
+func (s *Snapshot) AddWorkload(info *workload.Info) {
+	cq := s.ClusterQueues[info.ClusterQueue]
+	if cq == nil {
+		return
+	}
+	cq.workloads.writable()[info.Key] = info
+	cq.addUsage(info.Usage, 1)
+}
+
+// RemoveWorkload removes info from the snapshot, releasing its quota.
+func (s *Snapshot) RemoveWorkload(info *workload.Info) {
+	cq := s.ClusterQueues[info.ClusterQueue]
+	if cq == nil {
+		return
+	}
+	if _, ok := cq.workloads.m[info.Key]; !ok {
+		return
+	}
+	delete(cq.workloads.writable(), info.Key)
+	cq.addUsage(info.Usage, -1)
+}
+
+// Contains reports whether the workload with key holds quota in cq.
+func (s *Snapshot) Contains(cq berthv1alpha1.ClusterQueueReference, key string) bool {
+	c := s.ClusterQueues[cq]
+	if c == nil {
+		return false
+	}
+	_, ok := c.workloads.m[key]
+	return ok
+}
