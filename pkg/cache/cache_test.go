@@ -53,8 +53,8 @@ func TestAvailable(t *testing.T) {
 			wantAvailable: map[berthv1alpha1.ClusterQueueReference]int64{"a": 5, "b": 0},
 		},
 		"cohort's own quota is shared": {
-			queues:  []*berthv1alpha1.ClusterQueue{withCohort(gpu("a", "0"), "c")},
-			cohorts: []*berthv1alpha1.Cohort{utiltesting.MakeCohort("c").ResourceGroup(utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", "4").Obj()).Obj()},
+			queues:        []*berthv1alpha1.ClusterQueue{withCohort(gpu("a", "0"), "c")},
+			cohorts:       []*berthv1alpha1.Cohort{utiltesting.MakeCohort("c").ResourceGroup(utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", "4").Obj()).Obj()},
 			wantAvailable: map[berthv1alpha1.ClusterQueueReference]int64{"a": 4},
 		},
 		"nested cohorts with a lending limit": {

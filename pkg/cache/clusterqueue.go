@@ -147,6 +147,8 @@ type QuotaDetail struct {
 	CohortCanLend int64
 	// BorrowingLimit is nil when the queue may borrow all the cohort lends.
 	BorrowingLimit *int64
+	// HasCohort is false for a queue without a cohort: nothing to borrow.
+	HasCohort bool
 }
 
 // Detail returns the quota arithmetic of fr.
@@ -157,6 +159,7 @@ func (cq *ClusterQueue) Detail(fr resources.FlavorResource) QuotaDetail {
 	}
 	d := QuotaDetail{Nominal: q.nominal, Used: q.demand, Available: cq.available(fr)}
 	if cq.parent != nil {
+		d.HasCohort = true
 		d.CohortCanLend = cq.parent.available(fr)
 		if q.borrowingLimit != unlimited {
 			bl := q.borrowingLimit

@@ -45,6 +45,10 @@ type Info struct {
 	ClusterQueue berthv1alpha1.ClusterQueueReference
 	// Usage is the quota held, from status.admission.
 	Usage resources.Usage
+	// ReservedAt is when quota was reserved: the QuotaReserved condition's
+	// lastTransitionTime, or the assume time. Preemption prefers the most
+	// recent, which has lost the least work.
+	ReservedAt time.Time
 	// Evicting is true when the workload holds quota but was told to stop:
 	// its quota will be released soon, so preemptors wait for it.
 	Evicting bool
@@ -66,6 +70,9 @@ func NewInfo(wl *berthv1alpha1.Workload) *Info {
 		info.ClusterQueue = adm.ClusterQueue
 		info.Usage = AdmissionUsage(adm)
 		info.Evicting = IsEvicted(wl)
+		if c := FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil {
+			info.ReservedAt = c.LastTransitionTime.Time
+		}
 	}
 	return info
 }

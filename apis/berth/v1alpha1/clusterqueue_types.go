@@ -43,9 +43,8 @@ const (
 	HoldAndDrain StopPolicy = "HoldAndDrain"
 )
 
-// PreemptionPolicy says which workloads may be preempted.
-//
-// +kubebuilder:validation:Enum=Never;LowerPriority;LowerOrNewerEqualPriority;Any
+// PreemptionPolicy says which workloads may be preempted. Each field that
+// holds one lists the values it accepts.
 type PreemptionPolicy string
 
 const (

@@ -42,6 +42,8 @@ type ResourceGroup struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Type=string
+	// +kubebuilder:validation:items:MaxLength=253
 	CoveredResources []corev1.ResourceName `json:"coveredResources"`
 
 	// Flavors give quota for the covered resources, in order of preference:
@@ -68,12 +70,17 @@ type FlavorQuotas struct {
 
 // ResourceQuota is the quota of one resource in one flavor.
 //
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.nominalQuota)).sign() >= 0",message="nominalQuota must not be negative"
-// +kubebuilder:validation:XValidation:rule="!has(self.borrowingLimit) || quantity(string(self.borrowingLimit)).sign() >= 0",message="borrowingLimit must not be negative"
-// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || quantity(string(self.lendingLimit)).sign() >= 0",message="lendingLimit must not be negative"
-// +kubebuilder:validation:XValidation:rule="!has(self.lendingLimit) || quantity(string(self.lendingLimit)).compareTo(quantity(string(self.nominalQuota))) <= 0",message="lendingLimit must be less than or equal to nominalQuota"
+// The quantities are validated by the ValidatingAdmissionPolicy in
+// config/validation (CEL too, run by the API server): not negative, and
+// lendingLimit <= nominalQuota. They cannot be rules of the CRD: the API
+// server estimates the cost of any CEL on an int-or-string field as if the
+// value were megabytes long, times every quota of the queue, far over the
+// CRD's budget, while a policy's cost is counted on the actual object.
 type ResourceQuota struct {
 	// Name is the resource, for example cpu or nvidia.com/gpu.
+	//
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=253
 	Name corev1.ResourceName `json:"name"`
 
 	// NominalQuota is the amount of the resource this queue owns. Unused,

@@ -7,7 +7,6 @@ import (
 
 // ResourceFlavorSpec describes a class of nodes.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.nodeTaints) || self.nodeTaints.all(t, self.nodeTaints.exists_one(u, u.key == t.key && u.effect == t.effect))",message="spec.nodeTaints: every (key, effect) pair must be unique"
 type ResourceFlavorSpec struct {
 	// NodeLabels are the labels of the nodes of this flavor. They are added
 	// to the nodeSelector of an admitted workload's pods.
@@ -21,7 +20,9 @@ type ResourceFlavorSpec struct {
 	// tolerate every one of them.
 	//
 	// +optional
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.nodeTaints[].effect must be one of NoSchedule, PreferNoSchedule or NoExecute"
 	NodeTaints []corev1.Taint `json:"nodeTaints,omitempty"`

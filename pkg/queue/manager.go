@@ -1,0 +1,345 @@
+package queue
+
+import (
+	"errors"
+	"sort"
+	"sync"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// ErrClusterQueueNotFound is returned when adding a workload to a
+// ClusterQueue the Manager does not know.
+var ErrClusterQueueNotFound = errors.New("ClusterQueue not found")
+
+// Head is a workload popped for a scheduling cycle.
+type Head struct {
+	Info         *workload.Info
+	ClusterQueue berthv1alpha1.ClusterQueueReference
+	// activations is the queue's activation count when popped: an event
+	// seen after the pop must not be lost by setting the head aside.
+	activations int64
+}
+
+// RequeueReason says how a head that was not admitted goes back.
+type RequeueReason int
+
+const (
+	// RequeueInadmissible: the head did not fit. A BestEffortFIFO queue
+	// sets it aside until an event; a StrictFIFO queue keeps it at the head.
+	RequeueInadmissible RequeueReason = iota
+	// RequeueWaiting: the head waits for preempted workloads to release
+	// quota; that release is an event, so the scheduler is not woken.
+	RequeueWaiting
+	// RequeueRetry: something transient failed (a write); retry soon.
+	RequeueRetry
+)
+
+type clusterQueue struct {
+	name         berthv1alpha1.ClusterQueueReference
+	cohort       berthv1alpha1.CohortReference
+	strategy     berthv1alpha1.QueueingStrategy
+	heap         *heap
+	inadmissible map[string]*workload.Info
+	inFlight     map[string]*workload.Info
+	activations  int64
+}
+
+// Manager holds the pending workloads of every ClusterQueue.
+type Manager struct {
+	mu      sync.Mutex
+	queues  map[berthv1alpha1.ClusterQueueReference]*clusterQueue
+	parents map[berthv1alpha1.CohortReference]berthv1alpha1.CohortReference
+	// where maps a workload key to the queue holding it, in any state.
+	where  map[string]berthv1alpha1.ClusterQueueReference
+	wakeup chan struct{}
+}
+
+// NewManager returns an empty Manager.
+func NewManager() *Manager {
+	return &Manager{
+		queues:  map[berthv1alpha1.ClusterQueueReference]*clusterQueue{},
+		parents: map[berthv1alpha1.CohortReference]berthv1alpha1.CohortReference{},
+		where:   map[string]berthv1alpha1.ClusterQueueReference{},
+		wakeup:  make(chan struct{}, 1),
+	}
+}
+
+// Wakeup is signalled, coalesced, whenever a cycle could decide something
+// new. The scheduler waits on it instead of polling.
+func (m *Manager) Wakeup() <-chan struct{} {
+	return m.wakeup
+}
+
+func (m *Manager) wake() {
+	select {
+	case m.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+// AddOrUpdateClusterQueue adds a queue or updates its strategy and cohort.
+// Its set-aside workloads, and those of its cohort tree, are re-activated:
+// a queue change can let them fit.
+func (m *Manager) AddOrUpdateClusterQueue(obj *berthv1alpha1.ClusterQueue) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name := berthv1alpha1.ClusterQueueReference(obj.Name)
+	q, ok := m.queues[name]
+	if !ok {
+		q = &clusterQueue{name: name, heap: newHeap(), inadmissible: map[string]*workload.Info{}, inFlight: map[string]*workload.Info{}}
+		m.queues[name] = q
+	}
+	q.strategy = obj.Spec.QueueingStrategy
+	if q.strategy == "" {
+		q.strategy = berthv1alpha1.BestEffortFIFO
+	}
+	q.cohort = obj.Spec.CohortName
+	m.activateTree(name)
+}
+
+// DeleteClusterQueue drops a queue and its pending workloads; the
+// controllers add them again if the queue comes back.
+func (m *Manager) DeleteClusterQueue(name berthv1alpha1.ClusterQueueReference) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.queues[name]
+	if !ok {
+		return
+	}
+	for _, set := range []map[string]*workload.Info{q.heap.index2set(), q.inadmissible, q.inFlight} {
+		for key := range set {
+			delete(m.where, key)
+		}
+	}
+	delete(m.queues, name)
+}
+
+// AddOrUpdateCohort records a cohort's parent, so that events re-activate
+// the whole tree.
+func (m *Manager) AddOrUpdateCohort(obj *berthv1alpha1.Cohort) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.parents[berthv1alpha1.CohortReference(obj.Name)] = obj.Spec.ParentName
+	m.activateAll()
+}
+
+// DeleteCohort forgets a cohort's parent.
+func (m *Manager) DeleteCohort(name berthv1alpha1.CohortReference) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.parents, name)
+	m.activateAll()
+}
+
+// AddOrUpdateWorkload queues a pending workload in a ClusterQueue, or
+// updates it. A change of priority re-sorts it at once. A change of spec
+// (generation) or priority re-activates a set-aside workload; a status-only
+// change does not, so that writing a pending message does not loop.
+func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alpha1.ClusterQueueReference) error {
+	info := workload.NewInfo(wl)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.queues[cq]
+	if !ok {
+		return ErrClusterQueueNotFound
+	}
+	if old, ok := m.where[info.Key]; ok && old != cq {
+		m.removeLocked(info.Key)
+	}
+	m.where[info.Key] = cq
+	delete(q.inFlight, info.Key)
+	if prev, ok := q.inadmissible[info.Key]; ok {
+		if prev.Obj.Generation == wl.Generation && prev.Priority == info.Priority {
+			q.inadmissible[info.Key] = info
+			return nil
+		}
+		delete(q.inadmissible, info.Key)
+	}
+	q.heap.pushOrUpdate(info)
+	m.wake()
+	return nil
+}
+
+// DeleteWorkload drops a workload, whatever its state.
+func (m *Manager) DeleteWorkload(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.removeLocked(key)
+}
+
+func (m *Manager) removeLocked(key string) {
+	name, ok := m.where[key]
+	if !ok {
+		return
+	}
+	delete(m.where, key)
+	if q := m.queues[name]; q != nil {
+		q.heap.remove(key)
+		delete(q.inadmissible, key)
+		delete(q.inFlight, key)
+	}
+}
+
+// QueueInadmissible re-activates the set-aside workloads of cq and of every
+// queue in its cohort tree. Call it on any event that could let a workload
+// fit: quota freed or changed, a workload finished or deleted.
+func (m *Manager) QueueInadmissible(cq berthv1alpha1.ClusterQueueReference) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.activateTree(cq)
+}
+
+// QueueAllInadmissible re-activates every set-aside workload, for events
+// whose reach is unclear (a ResourceFlavor changed).
+func (m *Manager) QueueAllInadmissible() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.activateAll()
+}
+
+func (m *Manager) activateTree(name berthv1alpha1.ClusterQueueReference) {
+	q, ok := m.queues[name]
+	if !ok {
+		return
+	}
+	if q.cohort == "" {
+		m.activate(q)
+		return
+	}
+	root := m.rootOf(q.cohort)
+	for _, other := range m.queues {
+		if other == q || (other.cohort != "" && m.rootOf(other.cohort) == root) {
+			m.activate(other)
+		}
+	}
+}
+
+func (m *Manager) activateAll() {
+	for _, q := range m.queues {
+		m.activate(q)
+	}
+}
+
+func (m *Manager) activate(q *clusterQueue) {
+	q.activations++
+	for key, info := range q.inadmissible {
+		q.heap.pushOrUpdate(info)
+		delete(q.inadmissible, key)
+	}
+	m.wake()
+}
+
+// rootOf follows parents to the root, stopping on a cycle.
+func (m *Manager) rootOf(c berthv1alpha1.CohortReference) berthv1alpha1.CohortReference {
+	seen := map[berthv1alpha1.CohortReference]bool{}
+	for !seen[c] {
+		seen[c] = true
+		p := m.parents[c]
+		if p == "" {
+			return c
+		}
+		c = p
+	}
+	return c
+}
+
+// Heads pops the head of every queue not in skip, in queue name order.
+// Popped heads are in flight until Requeue or Done.
+func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool) []Head {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	heads := make([]Head, 0, len(m.queues))
+	for name, q := range m.queues {
+		if skip[name] {
+			continue
+		}
+		if info := q.heap.pop(); info != nil {
+			q.inFlight[info.Key] = info
+			heads = append(heads, Head{Info: info, ClusterQueue: name, activations: q.activations})
+		}
+	}
+	sort.Slice(heads, func(i, j int) bool { return heads[i].ClusterQueue < heads[j].ClusterQueue })
+	return heads
+}
+
+// Requeue puts back a head that was not admitted. It does nothing if the
+// workload was updated or deleted since it was popped: the newer state wins.
+func (m *Manager) Requeue(h Head, reason RequeueReason) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[h.ClusterQueue]
+	if q == nil || q.inFlight[h.Info.Key] != h.Info {
+		return
+	}
+	delete(q.inFlight, h.Info.Key)
+	switch {
+	case reason == RequeueInadmissible && q.strategy == berthv1alpha1.BestEffortFIFO && q.activations == h.activations:
+		q.inadmissible[h.Info.Key] = h.Info
+	case reason == RequeueRetry:
+		q.heap.pushOrUpdate(h.Info)
+		m.wake()
+	default:
+		q.heap.pushOrUpdate(h.Info)
+		if q.activations != h.activations {
+			m.wake()
+		}
+	}
+}
+
+// Done forgets a head that was admitted.
+func (m *Manager) Done(h Head) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q := m.queues[h.ClusterQueue]; q != nil && q.inFlight[h.Info.Key] == h.Info {
+		delete(q.inFlight, h.Info.Key)
+		delete(m.where, h.Info.Key)
+	}
+}
+
+// Pending is the number of workloads waiting in a queue, set aside or not.
+func (m *Manager) Pending(cq berthv1alpha1.ClusterQueueReference) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[cq]
+	if q == nil {
+		return 0
+	}
+	return q.heap.len() + len(q.inadmissible) + len(q.inFlight)
+}
+
+// Order returns the keys of a queue's active workloads in the order they
+// would be popped, set-aside workloads excluded. It is for tests and
+// debugging: it sorts a copy, O(n log n).
+func (m *Manager) Order(cq berthv1alpha1.ClusterQueueReference) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[cq]
+	if q == nil {
+		return nil
+	}
+	items := append([]*workload.Info(nil), q.heap.items...)
+	sort.Slice(items, func(i, j int) bool { return Less(items[i], items[j]) })
+	keys := make([]string, len(items))
+	for i, info := range items {
+		keys[i] = info.Key
+	}
+	return keys
+}
+
+// Inadmissible returns the keys of a queue's set-aside workloads, sorted.
+func (m *Manager) Inadmissible(cq berthv1alpha1.ClusterQueueReference) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[cq]
+	if q == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(q.inadmissible))
+	for k := range q.inadmissible {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,232 @@
+package flavorassigner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// Assign chooses flavors for wl in cq. When the full counts do not fit
+// outright and a podset allows partial admission, it looks for the largest
+// counts that fit outright; failing that it returns the full-count result,
+// which may need preemption. Partial admission is not combined with
+// preemption.
+func Assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info) *Assignment {
+	full := assign(s, cq, wl, scale{})
+	if full.Mode >= Borrow || !partial(wl) {
+		return full
+	}
+	// Binary search the largest step k in [0, steps) whose counts fit; the
+	// counts grow monotonically with k, and so does usage.
+	sc := scale{steps: maxRange(wl)}
+	lo, hi := 0, sc.steps-1
+	var best *Assignment
+	for lo <= hi {
+		sc.k = (lo + hi) / 2
+		a := assign(s, cq, wl, sc)
+		if a.Mode >= Borrow {
+			best, lo = a, sc.k+1
+		} else {
+			hi = sc.k - 1
+		}
+	}
+	if best == nil {
+		return full
+	}
+	return best
+}
+
+// scale reduces the counts of partially admissible podsets: step k of
+// steps gives minCount + (count-minCount)*k/steps. The zero scale is the
+// full count.
+type scale struct{ k, steps int }
+
+func (sc scale) count(ps *workload.PodSetInfo) int32 {
+	if sc.steps == 0 || ps.MinCount >= ps.Count {
+		return ps.Count
+	}
+	r := int64(ps.Count - ps.MinCount)
+	return ps.MinCount + int32(r*int64(sc.k)/int64(sc.steps))
+}
+
+func partial(wl *workload.Info) bool {
+	return maxRange(wl) > 0
+}
+
+func maxRange(wl *workload.Info) int {
+	m := 0
+	for i := range wl.PodSets {
+		m = max(m, int(wl.PodSets[i].Count-wl.PodSets[i].MinCount))
+	}
+	return m
+}
+
+// assigner holds the state of one assignment attempt.
+type assigner struct {
+	s  *cache.Snapshot
+	cq *cache.ClusterQueue
+	a  *Assignment
+}
+
+func assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, sc scale) *Assignment {
+	as := &assigner{s: s, cq: cq, a: &Assignment{
+		PodSets: make([]PodSetAssignment, len(wl.PodSets)),
+		Usage:   make(resources.Usage, len(wl.PodSets)*2),
+		Mode:    Fit,
+	}}
+	for i := range wl.PodSets {
+		ps := &wl.PodSets[i]
+		count := sc.count(ps)
+		psa := PodSetAssignment{
+			Name:     ps.Name,
+			Count:    count,
+			Flavors:  make(map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference, len(ps.PerPod)),
+			Requests: ps.PerPod.Scaled(int64(count)),
+		}
+		as.assignPodSet(ps, &psa)
+		as.a.PodSets[i] = psa
+	}
+	for fr, v := range as.a.Usage {
+		if cq.Used(fr)+v > cq.Nominal(fr) {
+			as.a.Borrows = true
+			break
+		}
+	}
+	return as.a
+}
+
+// assignPodSet picks a flavor per resource group the podset requests.
+func (as *assigner) assignPodSet(ps *workload.PodSetInfo, psa *PodSetAssignment) {
+	covered := 0
+	for gi := range as.cq.ResourceGroups {
+		rg := &as.cq.ResourceGroups[gi]
+		requested := false
+		for _, r := range rg.CoveredResources {
+			if psa.Requests[r] > 0 {
+				requested = true
+				covered++
+			}
+		}
+		if !requested {
+			continue
+		}
+		flavor, mode := as.chooseFlavor(ps, psa, rg)
+		as.a.Mode = min(as.a.Mode, mode)
+		if mode == NoFit {
+			continue
+		}
+		for _, r := range rg.CoveredResources {
+			if v := psa.Requests[r]; v > 0 {
+				psa.Flavors[r] = flavor
+				as.a.Usage[resources.FlavorResource{Flavor: flavor, Resource: r}] += v
+			}
+		}
+	}
+	if covered < countPositive(psa.Requests) {
+		as.recordUncovered(ps.Name, psa.Requests)
+	}
+}
+
+func countPositive(r resources.Requests) int {
+	n := 0
+	for _, v := range r {
+		if v > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (as *assigner) recordUncovered(podSet string, req resources.Requests) {
+	for _, r := range req.Names() {
+		if req[r] <= 0 || as.coveredResource(r) {
+			continue
+		}
+		as.a.Mode = NoFit
+		as.a.misses = append(as.a.misses, miss{kind: missUncovered, podSet: podSet, resource: r, need: req[r]})
+	}
+}
+
+func (as *assigner) coveredResource(r corev1.ResourceName) bool {
+	for _, rg := range as.cq.ResourceGroups {
+		for _, c := range rg.CoveredResources {
+			if c == r {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// chooseFlavor walks the group's flavors in order, applying the queue's
+// flavorFungibility; without a flavor that fits outright it takes the best
+// seen: borrowing before preemption, earlier flavors first.
+func (as *assigner) chooseFlavor(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup) (berthv1alpha1.ResourceFlavorReference, Mode) {
+	fung := as.cq.FlavorFungibility
+	var best berthv1alpha1.ResourceFlavorReference
+	bestMode := NoFit
+	for _, f := range rg.Flavors {
+		mode := as.flavorMode(ps, psa, rg, f)
+		if mode > bestMode {
+			best, bestMode = f, mode
+		}
+		switch {
+		case mode == Fit,
+			mode == Borrow && fung.WhenCanBorrow == berthv1alpha1.MayStopSearch,
+			mode == Preempt && fung.WhenCanPreempt == berthv1alpha1.MayStopSearch:
+			return f, mode
+		}
+	}
+	return best, bestMode
+}
+
+// flavorMode is how the podset's resources of the group fit in flavor f,
+// given what earlier podsets of the workload already took.
+func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup, f berthv1alpha1.ResourceFlavorReference) Mode {
+	rf := as.s.ResourceFlavors[f]
+	if rf == nil {
+		as.a.misses = append(as.a.misses, miss{kind: missFlavorNotFound, podSet: ps.Name, flavor: f})
+		return NoFit
+	}
+	if m, ok := checkFlavor(ps, rf); !ok {
+		m.podSet, m.flavor = ps.Name, f
+		as.a.misses = append(as.a.misses, m)
+		return NoFit
+	}
+	mode := Fit
+	for _, r := range rg.CoveredResources {
+		need := psa.Requests[r]
+		if need <= 0 {
+			continue
+		}
+		fr := resources.FlavorResource{Flavor: f, Resource: r}
+		m := as.resourceMode(fr, need+as.a.Usage[fr])
+		if m < Fit {
+			as.a.misses = append(as.a.misses, miss{kind: missQuota, podSet: ps.Name, flavor: f, resource: r, need: need, detail: as.cq.Detail(fr)})
+		}
+		mode = min(mode, m)
+	}
+	return mode
+}
+
+// resourceMode is how a total need of fr fits in the queue.
+func (as *assigner) resourceMode(fr resources.FlavorResource, need int64) Mode {
+	cq := as.cq
+	if need <= cq.Available(fr) {
+		if cq.Used(fr)+need <= cq.Nominal(fr) {
+			return Fit
+		}
+		return Borrow
+	}
+	p := cq.Preemption
+	if need <= cq.Nominal(fr) && (p.WithinClusterQueue != berthv1alpha1.PreemptionPolicyNever || p.ReclaimWithinCohort != berthv1alpha1.PreemptionPolicyNever) {
+		return Preempt
+	}
+	if p.BorrowWithinCohort.Policy != berthv1alpha1.PreemptionPolicyNever && cq.Cohort() != nil {
+		return Preempt
+	}
+	return NoFit
+}

@@ -1,0 +1,204 @@
+package preemption
+
+import (
+	"sort"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/scheduler/flavorassigner"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// Target is a workload to preempt and the reason, one of the contract's
+// InClusterQueue, InCohortReclamation, InCohortReclaimWhileBorrowing.
+type Target struct {
+	Info   *workload.Info
+	Reason string
+}
+
+// candidate is a possible victim with the reason it would carry.
+type candidate struct {
+	info   *workload.Info
+	cq     *cache.ClusterQueue
+	reason string
+}
+
+// FindTargets returns a minimal set of workloads whose removal lets wl's
+// assignment a fit in cq, or nil if none does. It first looks for a set
+// after which wl fits without borrowing (reclaiming lent quota), then, if
+// the queue's borrowWithinCohort allows, for one where wl borrows.
+// Workloads already being evicted are always candidates, first: their
+// quota is on its way back, so waiting for it preempts nothing new.
+func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a *flavorassigner.Assignment) []Target {
+	needed := insufficient(cq, a.Usage)
+	if len(needed) == 0 {
+		return nil
+	}
+	if t := search(cq, a.Usage, candidates(cq, wl, needed, false), false); t != nil {
+		return t
+	}
+	if cq.Cohort() == nil {
+		return nil
+	}
+	return search(cq, a.Usage, candidates(cq, wl, needed, true), true)
+}
+
+// insufficient lists the flavor/resources where u does not fit in cq.
+func insufficient(cq *cache.ClusterQueue, u resources.Usage) map[resources.FlavorResource]bool {
+	out := map[resources.FlavorResource]bool{}
+	for fr, v := range u {
+		if v > cq.Available(fr) {
+			out[fr] = true
+		}
+	}
+	return out
+}
+
+func usesAny(info *workload.Info, frs map[resources.FlavorResource]bool) bool {
+	for fr, v := range info.Usage {
+		if v > 0 && frs[fr] {
+			return true
+		}
+	}
+	return false
+}
+
+// candidates lists the allowed victims in preference order: already
+// evicting first, then workloads of other queues, then lower priority,
+// then the most recently admitted.
+func candidates(cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) []candidate {
+	var out []candidate
+	for _, info := range cq.Workloads() {
+		if usesAny(info, needed) && (info.Evicting || allowedWithin(cq.Preemption.WithinClusterQueue, wl, info)) {
+			out = append(out, candidate{info: info, cq: cq, reason: berthv1alpha1.ReasonInClusterQueue})
+		}
+	}
+	if root := cq.Root(); root != nil {
+		reason := berthv1alpha1.ReasonInCohortReclamation
+		if borrowing {
+			reason = berthv1alpha1.ReasonInCohortReclaimWhileBorrowing
+		}
+		for _, other := range root.AllClusterQueues() {
+			if other == cq {
+				continue
+			}
+			for _, info := range other.Workloads() {
+				if usesAny(info, needed) && (info.Evicting || allowedInCohort(cq.Preemption, borrowing, wl, info)) {
+					out = append(out, candidate{info: info, cq: other, reason: reason})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return before(out[i], out[j], cq) })
+	return out
+}
+
+func before(a, b candidate, cq *cache.ClusterQueue) bool {
+	if a.info.Evicting != b.info.Evicting {
+		return a.info.Evicting
+	}
+	if (a.cq != cq) != (b.cq != cq) {
+		return a.cq != cq
+	}
+	if a.info.Priority != b.info.Priority {
+		return a.info.Priority < b.info.Priority
+	}
+	if !a.info.ReservedAt.Equal(b.info.ReservedAt) {
+		return a.info.ReservedAt.After(b.info.ReservedAt)
+	}
+	return a.info.Key < b.info.Key
+}
+
+// allowedWithin applies withinClusterQueue. Equal priority needs a later
+// queue time, and an evicted workload re-enters at its eviction time, so
+// two workloads can never preempt each other in turn.
+func allowedWithin(p berthv1alpha1.PreemptionPolicy, wl, victim *workload.Info) bool {
+	switch p {
+	case berthv1alpha1.PreemptionPolicyLowerPriority:
+		return victim.Priority < wl.Priority
+	case berthv1alpha1.PreemptionPolicyLowerOrNewerEqualPriority:
+		return victim.Priority < wl.Priority || (victim.Priority == wl.Priority && wl.QueueTime.Before(victim.QueueTime))
+	}
+	return false
+}
+
+// allowedInCohort applies reclaimWithinCohort, or borrowWithinCohort when
+// the preemptor would borrow. The victim's queue must also be borrowing,
+// which search checks as victims are removed.
+func allowedInCohort(p berthv1alpha1.ClusterQueuePreemption, borrowing bool, wl, victim *workload.Info) bool {
+	if borrowing {
+		b := p.BorrowWithinCohort
+		return b.Policy == berthv1alpha1.PreemptionPolicyLowerPriority && victim.Priority < wl.Priority &&
+			(b.MaxPriorityThreshold == nil || victim.Priority <= *b.MaxPriorityThreshold)
+	}
+	switch p.ReclaimWithinCohort {
+	case berthv1alpha1.PreemptionPolicyAny:
+		return true
+	case berthv1alpha1.PreemptionPolicyLowerPriority:
+		return victim.Priority < wl.Priority
+	}
+	return false
+}
+
+// search removes candidates greedily until u fits, then puts back, in
+// reverse order, each one that is not needed. It restores the snapshot.
+func search(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing bool) []Target {
+	fits := func() bool {
+		return cq.Fits(u) && (borrowing || !borrows(cq, u))
+	}
+	var chosen []candidate
+	defer func() {
+		for _, c := range chosen {
+			c.cq.AddUsage(c.info.Usage)
+		}
+	}()
+	done := false
+	for _, c := range cands {
+		if c.cq != cq && !c.info.Evicting && !borrowingIn(c.cq, c.info.Usage) {
+			// Lent quota is reclaimed only from queues above their
+			// nominal quota: a queue within it keeps what it owns.
+			continue
+		}
+		c.cq.RemoveUsage(c.info.Usage)
+		chosen = append(chosen, c)
+		if done = fits(); done {
+			break
+		}
+	}
+	if !done {
+		return nil
+	}
+	for i := len(chosen) - 1; i >= 0; i-- {
+		c := chosen[i]
+		c.cq.AddUsage(c.info.Usage)
+		if fits() {
+			chosen = append(chosen[:i], chosen[i+1:]...)
+			continue
+		}
+		c.cq.RemoveUsage(c.info.Usage)
+	}
+	targets := make([]Target, len(chosen))
+	for i, c := range chosen {
+		targets[i] = Target{Info: c.info, Reason: c.reason}
+	}
+	return targets
+}
+
+func borrows(cq *cache.ClusterQueue, u resources.Usage) bool {
+	for fr, v := range u {
+		if cq.Used(fr)+v > cq.Nominal(fr) {
+			return true
+		}
+	}
+	return false
+}
+
+func borrowingIn(cq *cache.ClusterQueue, u resources.Usage) bool {
+	for fr, v := range u {
+		if v > 0 && cq.IsBorrowingIn(fr) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// Server is a running kube-apiserver with Berth's CRDs installed.
+type Server struct {
+	// Config reaches the server as an administrator.
+	Config *rest.Config
+	// Client is a controller-runtime client for Berth's and the built-in kinds.
+	Client client.Client
+	// Kubeconfig is the path of an administrator's kubeconfig file.
+	Kubeconfig string
+	// Version is the server's version, e.g. v1.37.2.
+	Version string
+
+	env *envtest.Environment
+	dir string
+}
+
+// RepoRoot is the root of the Berth repository.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// AssetsDir is where etcd, kube-apiserver and kubectl are: KUBEBUILDER_ASSETS
+// when set, bin/k8s otherwise.
+func AssetsDir() string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(RepoRoot(), "bin", "k8s")
+}
+
+// Start starts etcd and kube-apiserver and installs Berth's CRDs and
+// validation policies, plus the CRDs found in extraCRDPaths.
+func Start(extraCRDPaths ...string) (*Server, error) {
+	assets := AssetsDir()
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no kube-apiserver in %s; run `make toolchain`: %w", assets, err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     append([]string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, extraCRDPaths...),
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the API server: %w", err)
+	}
+	s := &Server{Config: cfg, env: env}
+	if err := s.init(); err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	return s, nil
+}
+
+func (s *Server) init() error {
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	if s.Client, err = client.New(s.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
+	if err != nil {
+		return err
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return err
+	}
+	s.Version = info.GitVersion
+	if err := s.installPolicies(context.Background()); err != nil {
+		return err
+	}
+	return s.writeKubeconfig()
+}
+
+func (s *Server) writeKubeconfig() error {
+	user, err := s.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if s.dir, err = os.MkdirTemp("", "berth-apiserver-"); err != nil {
+		return err
+	}
+	s.Kubeconfig = filepath.Join(s.dir, "kubeconfig")
+	return os.WriteFile(s.Kubeconfig, data, 0o600)
+}
+
+// Stop stops the API server and etcd and removes their data.
+func (s *Server) Stop() error {
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
+	return s.env.Stop()
+}
+
+// Kubectl runs the real kubectl against the server and returns its
+// standard output and standard error.
+func (s *Server) Kubectl(ctx context.Context, args ...string) (string, string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(AssetsDir(), "kubectl"), append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// Scheme knows the built-in kinds and Berth's.
+func Scheme() (*k8sruntime.Scheme, error) {
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, nil
+}
