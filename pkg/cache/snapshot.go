@@ -96,3 +96,20 @@ func (s *Snapshot) Contains(cq berthv1alpha1.ClusterQueueReference, key string) 
 	_, ok := c.workloads.m[key]
 	return ok
 }
+
+// MarkEvicting records in the snapshot that info was told to stop. Its
+// quota stays in use until the cache says it is gone, so nothing is handed
+// out twice; later preemptors of the cycle count on it instead of
+// preempting more.
+func (s *Snapshot) MarkEvicting(info *workload.Info) {
+	cq := s.ClusterQueues[info.ClusterQueue]
+	if cq == nil {
+		return
+	}
+	if _, ok := cq.workloads.m[info.Key]; !ok {
+		return
+	}
+	cp := *info
+	cp.Evicting = true
+	cq.workloads.writable()[info.Key] = &cp
+}

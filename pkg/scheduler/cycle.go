@@ -1,0 +1,155 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/go-logr/logr"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/scheduler/flavorassigner"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// entry is one head in a cycle, with its nominated assignment.
+type entry struct {
+	head       queue.Head
+	cq         *cache.ClusterQueue
+	assignment *flavorassigner.Assignment
+	// generation is the cohort tree's generation the assignment was
+	// computed at; a later admission in the tree makes it stale.
+	generation int64
+	// inadmissible, when set, is why the head cannot be considered at all.
+	inadmissible string
+}
+
+// cycle is the scratch state of one Schedule call.
+type cycle struct {
+	*Scheduler
+	snap    *cache.Snapshot
+	blocked map[berthv1alpha1.ClusterQueueReference]bool
+	requeue []requeued
+	stats   Stats
+}
+
+type requeued struct {
+	head   queue.Head
+	reason queue.RequeueReason
+}
+
+// Schedule runs one cycle: rounds of heads until every queue is empty or
+// blocked. Heads that stay pending go back to their queues at the end, so
+// that one cycle never considers a workload twice.
+func (s *Scheduler) Schedule(ctx context.Context) Stats {
+	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}}
+	for {
+		heads := s.queues.Heads(c.blocked)
+		if len(heads) == 0 {
+			break
+		}
+		entries := make([]entry, len(heads))
+		for i, h := range heads {
+			entries[i] = c.nominate(h)
+		}
+		sort.Slice(entries, func(i, j int) bool { return entryLess(&entries[i], &entries[j]) })
+		for i := range entries {
+			c.process(ctx, &entries[i])
+		}
+	}
+	for _, r := range c.requeue {
+		s.queues.Requeue(r.head, r.reason)
+	}
+	return c.stats
+}
+
+func (c *cycle) nominate(h queue.Head) entry {
+	e := entry{head: h, cq: c.snap.ClusterQueues[h.ClusterQueue]}
+	switch {
+	case e.cq == nil:
+		e.inadmissible = fmt.Sprintf("ClusterQueue %s not found", h.ClusterQueue)
+	case e.cq.Inactive != "":
+		e.inadmissible = e.cq.Inactive
+	case !workload.IsActive(h.Info.Obj):
+		e.inadmissible = "The workload is deactivated (spec.active is false)"
+	default:
+		e.generation = e.cq.TreeGeneration()
+		e.assignment = flavorassigner.Assign(c.snap, e.cq, h.Info)
+	}
+	return e
+}
+
+// entryLess orders a round: considerable before inadmissible, fitting
+// without borrowing before borrowing, priority, queue time, key.
+func entryLess(a, b *entry) bool {
+	if (a.assignment == nil) != (b.assignment == nil) {
+		return a.assignment != nil
+	}
+	if a.assignment != nil && a.assignment.Borrows != b.assignment.Borrows {
+		return !a.assignment.Borrows
+	}
+	if !queue.Less(a.head.Info, b.head.Info) && !queue.Less(b.head.Info, a.head.Info) {
+		return a.head.ClusterQueue < b.head.ClusterQueue
+	}
+	return queue.Less(a.head.Info, b.head.Info)
+}
+
+func (c *cycle) process(ctx context.Context, e *entry) {
+	info := e.head.Info
+	if e.inadmissible != "" {
+		c.pending(ctx, e, berthv1alpha1.ReasonInadmissible, e.inadmissible, queue.RequeueInadmissible)
+		return
+	}
+	if c.snap.Contains(e.head.ClusterQueue, info.Key) {
+		// Already holds quota: a stale queue entry. Admitting it twice
+		// would double its usage.
+		c.queues.Done(e.head)
+		return
+	}
+	if e.cq.TreeGeneration() != e.generation {
+		e.assignment = flavorassigner.Assign(c.snap, e.cq, info)
+	}
+	switch a := e.assignment; a.Mode {
+	case flavorassigner.Fit, flavorassigner.Borrow:
+		c.admit(ctx, e)
+	case flavorassigner.Preempt:
+		c.preempt(ctx, e)
+	default:
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, "The workload does not fit: "+a.Message(), queue.RequeueInadmissible)
+	}
+}
+
+func (c *cycle) admit(ctx context.Context, e *entry) {
+	orig := e.head.Info
+	info := *orig
+	info.ClusterQueue = e.head.ClusterQueue
+	info.Usage = e.assignment.Usage
+	info.ReservedAt = c.now()
+	if err := c.cache.AssumeWorkload(&info); err != nil {
+		c.queues.Done(e.head)
+		return
+	}
+	c.snap.AddWorkload(&info)
+	if err := c.applier.Admit(ctx, orig.Obj, e.assignment.Admission(e.head.ClusterQueue)); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Admitting workload", "workload", orig.Key)
+		c.cache.ForgetWorkload(info.Key)
+		c.snap.RemoveWorkload(&info)
+		c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
+		return
+	}
+	c.queues.Done(e.head)
+	c.stats.Admitted++
+}
+
+func (c *cycle) pending(ctx context.Context, e *entry, reason, msg string, rr queue.RequeueReason) {
+	if e.cq == nil || e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+		c.blocked[e.head.ClusterQueue] = true
+	}
+	c.requeue = append(c.requeue, requeued{e.head, rr})
+	c.stats.Pending++
+	if err := c.applier.SetPending(ctx, e.head.Info.Obj, reason, msg); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Setting pending reason", "workload", e.head.Info.Key)
+	}
+}

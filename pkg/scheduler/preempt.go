@@ -1,0 +1,61 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/scheduler/preemption"
+)
+
+// preempt handles a head that fits only by preempting. The preemptor is
+// not admitted in this cycle: it waits for its victims to release their
+// quota. The victims keep their usage in the snapshot, marked evicting, so
+// no later head of the cycle overcommits, and none preempts them again.
+func (c *cycle) preempt(ctx context.Context, e *entry) {
+	info := e.head.Info
+	targets := preemption.FindTargets(c.snap, e.cq, info, e.assignment)
+	if len(targets) == 0 {
+		msg := "The workload does not fit, and no workload may be preempted to make room: " + e.assignment.Message()
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueInadmissible)
+		return
+	}
+	evicting, failed := 0, 0
+	for _, t := range targets {
+		if t.Info.Evicting {
+			evicting++
+			continue
+		}
+		msg := fmt.Sprintf("Preempted to accommodate workload %s (priority %d) in ClusterQueue %s", info.Key, info.Priority, e.head.ClusterQueue)
+		if err := c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "Preempting workload", "workload", t.Info.Key, "preemptor", info.Key)
+			failed++
+			continue
+		}
+		c.cache.MarkEvicting(t.Info.Key)
+		c.snap.MarkEvicting(t.Info)
+		c.stats.Preempted++
+	}
+	var msg string
+	rr := queue.RequeueWaiting
+	switch {
+	case failed > 0:
+		msg = fmt.Sprintf("Preempting %d workloads to make room; %d preemptions failed and will be retried", len(targets)-evicting, failed)
+		rr = queue.RequeueRetry
+	case evicting == len(targets):
+		msg = fmt.Sprintf("Waiting for %d preempted workloads to release their quota", evicting)
+	default:
+		msg = fmt.Sprintf("Preempting %d workloads to make room", len(targets))
+	}
+	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+		c.blocked[e.head.ClusterQueue] = true
+	}
+	c.requeue = append(c.requeue, requeued{e.head, rr})
+	c.stats.Pending++
+	if err := c.applier.SetPending(ctx, info.Obj, berthv1alpha1.ReasonPending, msg); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Setting pending reason", "workload", info.Key)
+	}
+}

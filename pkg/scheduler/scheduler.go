@@ -1,0 +1,58 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+)
+
+// Scheduler runs admission cycles over a cache and a queue manager.
+type Scheduler struct {
+	cache   *cache.Cache
+	queues  *queue.Manager
+	applier Applier
+	now     func() time.Time
+}
+
+// Option configures a Scheduler.
+type Option func(*Scheduler)
+
+// WithClock sets the clock used to stamp assumed admissions.
+func WithClock(now func() time.Time) Option {
+	return func(s *Scheduler) { s.now = now }
+}
+
+// New returns a Scheduler.
+func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler {
+	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Start runs a cycle whenever the queue manager signals work, until ctx is
+// done. It never polls: a cycle that changes nothing is followed by a wait.
+func (s *Scheduler) Start(ctx context.Context) {
+	log := logr.FromContextOrDiscard(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.queues.Wakeup():
+		}
+		stats := s.Schedule(ctx)
+		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending)
+	}
+}
+
+// Stats counts the decisions of one cycle.
+type Stats struct {
+	Admitted  int
+	Preempted int
+	Pending   int
+}
