@@ -1,0 +1,120 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// fakeApplier records decisions. It does not touch the cache or queues:
+// the env does, like the controllers would.
+type fakeApplier struct {
+	admitted  map[string]*berthv1alpha1.Admission
+	preempted map[string]string
+	pending   map[string]string
+	failAdmit map[string]bool
+}
+
+var _ Applier = (*fakeApplier)(nil)
+
+func newFakeApplier() *fakeApplier {
+	return &fakeApplier{admitted: map[string]*berthv1alpha1.Admission{}, preempted: map[string]string{}, pending: map[string]string{}, failAdmit: map[string]bool{}}
+}
+
+func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) error {
+	if f.failAdmit[workload.Key(wl)] {
+		return errors.New("conflict")
+	}
+	f.admitted[workload.Key(wl)] = adm
+	delete(f.pending, workload.Key(wl))
+	return nil
+}
+
+func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, _ string) error {
+	f.preempted[workload.Key(wl)] = reason
+	return nil
+}
+
+func (f *fakeApplier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) error {
+	f.pending[workload.Key(wl)] = reason + ": " + msg
+	return nil
+}
+
+// env wires a cache, a queue manager and a scheduler; pending workloads
+// are queued in the ClusterQueue named by their spec.queueName.
+type env struct {
+	cache   *cache.Cache
+	queues  *queue.Manager
+	applier *fakeApplier
+	sched   *Scheduler
+}
+
+type envInputs struct {
+	flavors  []*berthv1alpha1.ResourceFlavor
+	queues   []*berthv1alpha1.ClusterQueue
+	cohorts  []*berthv1alpha1.Cohort
+	admitted []*berthv1alpha1.Workload
+	pending  []*berthv1alpha1.Workload
+}
+
+func newEnv(in envInputs) *env {
+	e := &env{cache: cache.New(), queues: queue.NewManager(), applier: newFakeApplier()}
+	e.sched = New(e.cache, e.queues, e.applier, WithClock(func() time.Time { return utiltesting.BaseTime }))
+	for _, f := range in.flavors {
+		e.cache.AddOrUpdateResourceFlavor(f)
+	}
+	for _, c := range in.cohorts {
+		e.cache.AddOrUpdateCohort(c)
+		e.queues.AddOrUpdateCohort(c)
+	}
+	for _, q := range in.queues {
+		e.cache.AddOrUpdateClusterQueue(q)
+		e.queues.AddOrUpdateClusterQueue(q)
+	}
+	for _, w := range in.admitted {
+		e.cache.AddOrUpdateWorkload(w)
+	}
+	for _, w := range in.pending {
+		if err := e.queues.AddOrUpdateWorkload(w, berthv1alpha1.ClusterQueueReference(w.Spec.QueueName)); err != nil {
+			panic(err)
+		}
+	}
+	return e
+}
+
+// flavorsOf summarises an admission as "cq: podset=count resource:flavor ...".
+func flavorsOf(adm *berthv1alpha1.Admission) string {
+	parts := []string{string(adm.ClusterQueue) + ":"}
+	for _, psa := range adm.PodSetAssignments {
+		var rs []string
+		for r, f := range psa.Flavors {
+			rs = append(rs, string(r)+":"+string(f))
+		}
+		sort.Strings(rs)
+		parts = append(parts, psa.Name+"="+itoa(*psa.Count), strings.Join(rs, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func itoa(n int32) string {
+	return strconv.Itoa(int(n))
+}
+
+func gpuFlavors() []*berthv1alpha1.ResourceFlavor {
+	return []*berthv1alpha1.ResourceFlavor{
+		utiltesting.MakeResourceFlavor("h100"),
+		utiltesting.MakeResourceFlavor("a100"),
+		utiltesting.MakeResourceFlavor("tainted", corev1.Taint{Key: "dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}),
+	}
+}
