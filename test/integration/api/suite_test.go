@@ -87,3 +87,10 @@ func checkErr(t *testing.T, err error, want []string) {
 		}
 	}
 }
+
+func writeFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,162 @@
+package queue
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+)
+
+func TestOrder(t *testing.T) {
+	cases := map[string]struct {
+		workloads []*berthv1alpha1.Workload
+		// update is applied after all are queued.
+		update    *berthv1alpha1.Workload
+		deleteKey string
+		wantOrder []string
+	}{
+		"priority, then queue time, then key": {
+			workloads: []*berthv1alpha1.Workload{
+				utiltesting.MakeWorkload("late", "ns").Created(2 * time.Second).Obj(),
+				utiltesting.MakeWorkload("b", "ns").Created(time.Second).Obj(),
+				utiltesting.MakeWorkload("a", "ns").Created(time.Second).Obj(),
+				utiltesting.MakeWorkload("high", "ns").Created(3 * time.Second).Priority(5).Obj(),
+			},
+			wantOrder: []string{"ns/high", "ns/a", "ns/b", "ns/late"},
+		},
+		"evicted workload re-enters at its eviction time": {
+			workloads: []*berthv1alpha1.Workload{
+				utiltesting.MakeWorkload("evicted", "ns").Condition(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, 10*time.Second).Obj(),
+				utiltesting.MakeWorkload("other", "ns").Created(5 * time.Second).Obj(),
+			},
+			wantOrder: []string{"ns/other", "ns/evicted"},
+		},
+		"priority change moves a workload at once": {
+			workloads: []*berthv1alpha1.Workload{
+				utiltesting.MakeWorkload("a", "ns").Obj(),
+				utiltesting.MakeWorkload("b", "ns").Created(time.Second).Obj(),
+			},
+			update:    utiltesting.MakeWorkload("b", "ns").Created(time.Second).Priority(100).Obj(),
+			wantOrder: []string{"ns/b", "ns/a"},
+		},
+		"delete": {
+			workloads: []*berthv1alpha1.Workload{utiltesting.MakeWorkload("a", "ns").Obj(), utiltesting.MakeWorkload("b", "ns").Obj()},
+			deleteKey: "ns/a",
+			wantOrder: []string{"ns/b"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := NewManager()
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
+			for _, w := range tc.workloads {
+				if err := m.AddOrUpdateWorkload(w, "q"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.update != nil {
+				_ = m.AddOrUpdateWorkload(tc.update, "q")
+			}
+			if tc.deleteKey != "" {
+				m.DeleteWorkload(tc.deleteKey)
+			}
+			if diff := cmp.Diff(tc.wantOrder, m.Order("q")); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			var popped []string
+			for {
+				heads := m.Heads(nil)
+				if len(heads) == 0 {
+					break
+				}
+				popped = append(popped, heads[0].Info.Key)
+			}
+			if diff := cmp.Diff(tc.wantOrder, popped); diff != "" {
+				t.Errorf("popped (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRequeue(t *testing.T) {
+	cases := map[string]struct {
+		strategy         berthv1alpha1.QueueingStrategy
+		reason           RequeueReason
+		eventDuringCycle bool
+		eventAfter       string
+		wantOrder        []string
+		wantInadmissible []string
+	}{
+		"BestEffortFIFO sets aside": {
+			strategy: berthv1alpha1.BestEffortFIFO, reason: RequeueInadmissible,
+			wantOrder: []string{}, wantInadmissible: []string{"ns/a"},
+		},
+		"StrictFIFO keeps the head": {
+			strategy: berthv1alpha1.StrictFIFO, reason: RequeueInadmissible,
+			wantOrder: []string{"ns/a"}, wantInadmissible: []string{},
+		},
+		"an event during the cycle is not lost": {
+			strategy: berthv1alpha1.BestEffortFIFO, reason: RequeueInadmissible, eventDuringCycle: true,
+			wantOrder: []string{"ns/a"}, wantInadmissible: []string{},
+		},
+		"an event in the cohort re-activates": {
+			strategy: berthv1alpha1.BestEffortFIFO, reason: RequeueInadmissible, eventAfter: "other",
+			wantOrder: []string{"ns/a"}, wantInadmissible: []string{},
+		},
+		"an event in another cohort does not": {
+			strategy: berthv1alpha1.BestEffortFIFO, reason: RequeueInadmissible, eventAfter: "stranger",
+			wantOrder: []string{}, wantInadmissible: []string{"ns/a"},
+		},
+		"waiting preemptor stays active": {
+			strategy: berthv1alpha1.BestEffortFIFO, reason: RequeueWaiting,
+			wantOrder: []string{"ns/a"}, wantInadmissible: []string{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := NewManager()
+			m.AddOrUpdateCohort(utiltesting.MakeCohort("child").Parent("root").Obj())
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Cohort("child").Strategy(tc.strategy).Obj())
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("other").Cohort("root").Obj())
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("stranger").Cohort("elsewhere").Obj())
+			_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("a", "ns").Obj(), "q")
+			heads := m.Heads(nil)
+			if tc.eventDuringCycle {
+				m.QueueInadmissible("q")
+			}
+			m.Requeue(heads[0], tc.reason)
+			if tc.eventAfter != "" {
+				m.QueueInadmissible(berthv1alpha1.ClusterQueueReference(tc.eventAfter))
+			}
+			if diff := cmp.Diff(tc.wantOrder, m.Order("q"), cmpEmptySlice); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantInadmissible, m.Inadmissible("q"), cmpEmptySlice); diff != "" {
+				t.Errorf("inadmissible (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStatusOnlyUpdateDoesNotReactivate(t *testing.T) {
+	m := NewManager()
+	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
+	w := utiltesting.MakeWorkload("a", "ns").Obj()
+	_ = m.AddOrUpdateWorkload(w, "q")
+	m.Requeue(m.Heads(nil)[0], RequeueInadmissible)
+	pendingMsg := utiltesting.MakeWorkload("a", "ns").Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
+	_ = m.AddOrUpdateWorkload(pendingMsg, "q")
+	if diff := cmp.Diff([]string{"ns/a"}, m.Inadmissible("q")); diff != "" {
+		t.Errorf("inadmissible after a status update (-want +got):\n%s", diff)
+	}
+	_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("a", "ns").Priority(3).Obj(), "q")
+	if diff := cmp.Diff([]string{"ns/a"}, m.Order("q")); diff != "" {
+		t.Errorf("order after a priority change (-want +got):\n%s", diff)
+	}
+}
+
+var cmpEmptySlice = cmp.FilterValues(func(a, b []string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())

@@ -1,0 +1,174 @@
+package api
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// podSet is the YAML of one podset with the given name and counts.
+func podSet(name string, count int, extra string) string {
+	return fmt.Sprintf(`  - name: %s
+    count: %d%s
+    template:
+      spec:
+        containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`, name, count, extra)
+}
+
+func TestWorkloadValidation(t *testing.T) {
+	podSets := func(n int) string {
+		s := ""
+		for i := range n {
+			s += podSet(fmt.Sprintf("ps%d", i), 1, "")
+		}
+		return s
+	}
+	cases := map[string]struct {
+		body    string
+		wantErr []string
+	}{
+		"valid with partial admission": {
+			body: "spec:\n  queueName: training\n  podSets:\n" + podSet("main", 4, "\n    minCount: 2"),
+		},
+		"eight podsets": {
+			body: "spec:\n  podSets:\n" + podSets(8),
+		},
+		"no podsets": {
+			body:    "spec:\n  podSets: []\n",
+			wantErr: []string{"spec.podSets", "should have at least 1 items"},
+		},
+		"nine podsets": {
+			body:    "spec:\n  podSets:\n" + podSets(9),
+			wantErr: []string{"spec.podSets", "must have at most 8 items"},
+		},
+		"podset names not unique": {
+			body:    "spec:\n  podSets:\n" + podSet("main", 1, "") + podSet("main", 2, ""),
+			wantErr: []string{"spec.podSets[1]: Duplicate value"},
+		},
+		"count zero": {
+			body:    "spec:\n  podSets:\n" + podSet("main", 0, ""),
+			wantErr: []string{"spec.podSets[0].count", "greater than or equal to 1"},
+		},
+		"minCount zero": {
+			body:    "spec:\n  podSets:\n" + podSet("main", 2, "\n    minCount: 0"),
+			wantErr: []string{"spec.podSets[0].minCount", "greater than or equal to 1"},
+		},
+		"minCount above count": {
+			body:    "spec:\n  podSets:\n" + podSet("main", 2, "\n    minCount: 3"),
+			wantErr: []string{"podSets[].minCount must be less than or equal to podSets[].count"},
+		},
+		"invalid podset name": {
+			body:    "spec:\n  podSets:\n" + podSet("Main_1", 1, ""),
+			wantErr: []string{"spec.podSets[0].name", "should match"},
+		},
+		"invalid queue name": {
+			body:    "spec:\n  queueName: my queue\n  podSets:\n" + podSet("main", 1, ""),
+			wantErr: []string{"spec.queueName", "should match"},
+		},
+		"invalid priority class name": {
+			body:    "spec:\n  priorityClassName: High!\n  podSets:\n" + podSet("main", 1, ""),
+			wantErr: []string{"spec.priorityClassName", "should match"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := testContext(t)
+			checkErr(t, create(ctx, t, object(t, manifest("Workload", tc.body))), tc.wantErr)
+		})
+	}
+}
+
+// reserveQuota sets QuotaReserved=True through the status subresource, as
+// Berth does on admission.
+func reserveQuota(t *testing.T, wl *berthv1alpha1.Workload) {
+	t.Helper()
+	ctx := testContext(t)
+	wl.Status.Conditions = []metav1.Condition{{
+		Type:               berthv1alpha1.WorkloadQuotaReserved,
+		Status:             metav1.ConditionTrue,
+		Reason:             berthv1alpha1.ReasonQuotaReserved,
+		Message:            "Quota reserved in ClusterQueue team-a",
+		LastTransitionTime: metav1.Now(),
+	}}
+	if err := server.Client.Status().Update(ctx, wl); err != nil {
+		t.Fatalf("reserving quota: %v", err)
+	}
+}
+
+func TestWorkloadImmutableWhileQuotaReserved(t *testing.T) {
+	cases := map[string]struct {
+		reserved bool
+		mutate   func(*berthv1alpha1.Workload)
+		wantErr  []string
+	}{
+		"queueName changes while pending": {
+			mutate: func(wl *berthv1alpha1.Workload) { wl.Spec.QueueName = "inference" },
+		},
+		"podSets change while pending": {
+			mutate: func(wl *berthv1alpha1.Workload) { wl.Spec.PodSets[0].Count = 3 },
+		},
+		"queueName changes while reserved": {
+			reserved: true,
+			mutate:   func(wl *berthv1alpha1.Workload) { wl.Spec.QueueName = "inference" },
+			wantErr:  []string{"spec.queueName is immutable while quota is reserved"},
+		},
+		"queueName removed while reserved": {
+			reserved: true,
+			mutate:   func(wl *berthv1alpha1.Workload) { wl.Spec.QueueName = "" },
+			wantErr:  []string{"spec.queueName is immutable while quota is reserved"},
+		},
+		"podSets change while reserved": {
+			reserved: true,
+			mutate:   func(wl *berthv1alpha1.Workload) { wl.Spec.PodSets[0].Count = 3 },
+			wantErr:  []string{"spec.podSets is immutable while quota is reserved"},
+		},
+		"active changes while reserved": {
+			reserved: true,
+			mutate:   func(wl *berthv1alpha1.Workload) { wl.Spec.Active = ptr.To(false) },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := testContext(t)
+			u := object(t, manifest("Workload", "spec:\n  queueName: training\n  podSets:\n"+podSet("main", 2, "")))
+			if err := create(ctx, t, u); err != nil {
+				t.Fatal(err)
+			}
+			wl := &berthv1alpha1.Workload{}
+			if err := server.Client.Get(ctx, client.ObjectKeyFromObject(u), wl); err != nil {
+				t.Fatal(err)
+			}
+			if tc.reserved {
+				reserveQuota(t, wl)
+			}
+			// A merge patch sends only what changed, as Berth's controllers
+			// and kubectl do; an Update from a typed Go object would also
+			// send empty template fields the stored object does not have.
+			orig := wl.DeepCopy()
+			tc.mutate(wl)
+			checkErr(t, server.Client.Patch(ctx, wl, client.MergeFrom(orig)), tc.wantErr)
+		})
+	}
+}
+
+func TestLocalQueueClusterQueueIsImmutable(t *testing.T) {
+	ctx := testContext(t)
+	u := object(t, manifest("LocalQueue", "spec:\n  clusterQueue: team-a\n"))
+	if err := create(ctx, t, u); err != nil {
+		t.Fatal(err)
+	}
+	lq := &berthv1alpha1.LocalQueue{}
+	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(u), lq); err != nil {
+		t.Fatal(err)
+	}
+	lq.Spec.StopPolicy = berthv1alpha1.Hold
+	checkErr(t, server.Client.Update(ctx, lq), nil)
+	lq.Spec.ClusterQueue = "team-b"
+	checkErr(t, server.Client.Update(ctx, lq), []string{"spec.clusterQueue is immutable"})
+}
