@@ -12,6 +12,9 @@ type Snapshot struct {
 	ClusterQueues   map[berthv1alpha1.ClusterQueueReference]*ClusterQueue
 	Cohorts         map[berthv1alpha1.CohortReference]*Cohort
 	ResourceFlavors map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor
+
+	// added holds the keys of workloads added after the snapshot was taken.
+	added map[string]bool
 }
 
 // snapshot copies t. Workload sets are shared copy-on-write.
@@ -72,6 +75,16 @@ func (s *Snapshot) AddWorkload(info *workload.Info) {
 	}
 	cq.workloads.writable()[info.Key] = info
 	cq.addUsage(info.Usage, 1)
+	if s.added == nil {
+		s.added = map[string]bool{}
+	}
+	s.added[info.Key] = true
+}
+
+// AddedInCycle reports whether the workload with key was added to the
+// snapshot after it was taken: admitted in the current cycle.
+func (s *Snapshot) AddedInCycle(key string) bool {
+	return s.added[key]
 }
 
 // RemoveWorkload removes info from the snapshot, releasing its quota.

@@ -137,6 +137,10 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 		c.cache.ForgetWorkload(info.Key)
 		c.snap.RemoveWorkload(&info)
 		c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
+		if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+			// The head is retried next cycle; nothing may pass it.
+			c.blocked[e.head.ClusterQueue] = true
+		}
 		return
 	}
 	c.queues.Done(e.head)

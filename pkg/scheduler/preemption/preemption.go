@@ -30,18 +30,20 @@ type candidate struct {
 // the queue's borrowWithinCohort allows, for one where wl borrows.
 // Workloads already being evicted are always candidates, first: their
 // quota is on its way back, so waiting for it preempts nothing new.
+// Workloads admitted in the current cycle are never candidates: evicting
+// a workload before its admission is even written only churns.
 func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a *flavorassigner.Assignment) []Target {
 	needed := insufficient(cq, a.Usage)
 	if len(needed) == 0 {
 		return nil
 	}
-	if t := search(cq, a.Usage, candidates(cq, wl, needed, false), false); t != nil {
+	if t := search(cq, a.Usage, candidates(s, cq, wl, needed, false), false); t != nil {
 		return t
 	}
 	if cq.Cohort() == nil {
 		return nil
 	}
-	return search(cq, a.Usage, candidates(cq, wl, needed, true), true)
+	return search(cq, a.Usage, candidates(s, cq, wl, needed, true), true)
 }
 
 // insufficient lists the flavor/resources where u does not fit in cq.
@@ -67,10 +69,13 @@ func usesAny(info *workload.Info, frs map[resources.FlavorResource]bool) bool {
 // candidates lists the allowed victims in preference order: already
 // evicting first, then workloads of other queues, then lower priority,
 // then the most recently admitted.
-func candidates(cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) []candidate {
+func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) []candidate {
 	var out []candidate
+	relevant := func(info *workload.Info) bool {
+		return usesAny(info, needed) && !s.AddedInCycle(info.Key)
+	}
 	for _, info := range cq.Workloads() {
-		if usesAny(info, needed) && (info.Evicting || allowedWithin(cq.Preemption.WithinClusterQueue, wl, info)) {
+		if relevant(info) && (info.Evicting || allowedWithin(cq.Preemption.WithinClusterQueue, wl, info)) {
 			out = append(out, candidate{info: info, cq: cq, reason: berthv1alpha1.ReasonInClusterQueue})
 		}
 	}
@@ -84,7 +89,7 @@ func candidates(cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.
 				continue
 			}
 			for _, info := range other.Workloads() {
-				if usesAny(info, needed) && (info.Evicting || allowedInCohort(cq.Preemption, borrowing, wl, info)) {
+				if relevant(info) && (info.Evicting || allowedInCohort(cq.Preemption, borrowing, wl, info)) {
 					out = append(out, candidate{info: info, cq: other, reason: reason})
 				}
 			}

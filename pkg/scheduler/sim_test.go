@@ -1,0 +1,253 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// sim plays the controllers around a scheduler: it applies decisions to
+// the objects, feeds the cache and queues, finishes workloads and requeues
+// preempted ones, so that many cycles can run against random scenarios.
+type sim struct {
+	rng     *rand.Rand
+	cache   *cache.Cache
+	queues  *queue.Manager
+	sched   *Scheduler
+	now     time.Time
+	cqs     map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue
+	cohorts []*berthv1alpha1.Cohort
+	// objs holds every live workload by key; cqOf its ClusterQueue.
+	objs map[string]*berthv1alpha1.Workload
+	cqOf map[string]berthv1alpha1.ClusterQueueReference
+	// Decisions of the current cycle.
+	admitted  map[string]*berthv1alpha1.Admission
+	preempted []preemptionEvent
+	// pairs counts preemptions per "preemptor>victim".
+	pairs   map[string]int
+	nextID  int
+	flavors []string
+}
+
+type preemptionEvent struct {
+	victim, preemptor, reason string
+}
+
+var _ Applier = (*sim)(nil)
+
+func (s *sim) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) error {
+	if s.rng.Intn(20) == 0 {
+		return fmt.Errorf("injected write failure")
+	}
+	s.admitted[workload.Key(wl)] = adm
+	return nil
+}
+
+func (s *sim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) error {
+	var preemptor string
+	var prio int
+	if _, err := fmt.Sscanf(msg, "Preempted to accommodate workload %s (priority %d)", &preemptor, &prio); err != nil {
+		return err
+	}
+	s.preempted = append(s.preempted, preemptionEvent{victim: workload.Key(wl), preemptor: preemptor, reason: reason})
+	return nil
+}
+
+func (s *sim) SetPending(context.Context, *berthv1alpha1.Workload, string, string) error { return nil }
+
+func newSim(seed int64) *sim {
+	rng := rand.New(rand.NewSource(seed))
+	s := &sim{
+		rng: rng, cache: cache.New(), queues: queue.NewManager(), now: utiltesting.BaseTime,
+		cqs:  map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue{},
+		objs: map[string]*berthv1alpha1.Workload{}, cqOf: map[string]berthv1alpha1.ClusterQueueReference{},
+		pairs: map[string]int{}, flavors: []string{"f0", "f1"},
+	}
+	s.sched = New(s.cache, s.queues, s, WithClock(func() time.Time { return s.now }))
+	for _, f := range s.flavors {
+		s.cache.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor(f))
+	}
+	s.randomTopology()
+	return s
+}
+
+// randomTopology builds 2 to 5 queues in up to two cohort trees, some
+// nested, with random quotas, limits and policies.
+func (s *sim) randomTopology() {
+	r := s.rng
+	if r.Intn(2) == 0 {
+		c := utiltesting.MakeCohort("inner").Parent("root")
+		if r.Intn(2) == 0 {
+			c.ResourceGroup(utiltesting.MakeFlavorQuotas("f0").Resource("gpu", fmt.Sprint(r.Intn(4))).Obj(), utiltesting.MakeFlavorQuotas("f1").Resource("gpu", "0").Obj())
+		}
+		s.cohorts = append(s.cohorts, c.Obj())
+	}
+	for _, c := range s.cohorts {
+		s.cache.AddOrUpdateCohort(c)
+		s.queues.AddOrUpdateCohort(c)
+	}
+	for i, n := 0, 2+r.Intn(4); i < n; i++ {
+		cohort := []string{"root", "inner", "", "other"}[r.Intn(4)]
+		w := utiltesting.MakeClusterQueue(fmt.Sprintf("cq%d", i)).Cohort(cohort)
+		var fqs []berthv1alpha1.FlavorQuotas
+		for _, f := range s.flavors[:1+r.Intn(2)] {
+			var limits []string
+			if cohort != "" {
+				limits = []string{pick(r, "", "", fmt.Sprint(r.Intn(5))), ""}
+				if r.Intn(3) == 0 {
+					limits[1] = "LL"
+				}
+			}
+			nominal := r.Intn(9)
+			if len(limits) > 1 && limits[1] == "LL" {
+				limits[1] = fmt.Sprint(r.Intn(nominal + 1))
+			}
+			fqs = append(fqs, utiltesting.MakeFlavorQuotas(f).Resource("gpu", fmt.Sprint(nominal), limits...).Obj())
+		}
+		w.ResourceGroup(fqs...)
+		w.Strategy(berthv1alpha1.QueueingStrategy(pick(r, "BestEffortFIFO", "StrictFIFO")))
+		w.Fungibility(berthv1alpha1.FlavorFungibility{
+			WhenCanBorrow:  berthv1alpha1.FlavorFungibilityPolicy(pick(r, "MayStopSearch", "TryNextFlavor")),
+			WhenCanPreempt: berthv1alpha1.FlavorFungibilityPolicy(pick(r, "MayStopSearch", "TryNextFlavor")),
+		})
+		w.Preemption(s.randomPreemption())
+		s.cqs[berthv1alpha1.ClusterQueueReference(w.Name)] = w.Obj()
+		s.cache.AddOrUpdateClusterQueue(w.Obj())
+		s.queues.AddOrUpdateClusterQueue(w.Obj())
+	}
+}
+
+func (s *sim) randomPreemption() berthv1alpha1.ClusterQueuePreemption {
+	r := s.rng
+	p := berthv1alpha1.ClusterQueuePreemption{
+		WithinClusterQueue:  berthv1alpha1.PreemptionPolicy(pick(r, "Never", "LowerPriority", "LowerOrNewerEqualPriority")),
+		ReclaimWithinCohort: berthv1alpha1.PreemptionPolicy(pick(r, "Never", "LowerPriority", "Any")),
+	}
+	if p.ReclaimWithinCohort != "Never" && r.Intn(2) == 0 {
+		p.BorrowWithinCohort.Policy = berthv1alpha1.PreemptionPolicyLowerPriority
+		if r.Intn(2) == 0 {
+			t := int32(r.Intn(4))
+			p.BorrowWithinCohort.MaxPriorityThreshold = &t
+		}
+	}
+	return p
+}
+
+func pick(r *rand.Rand, options ...string) string {
+	return options[r.Intn(len(options))]
+}
+
+// addWorkloads queues up to n random workloads.
+func (s *sim) addWorkloads(n int) {
+	names := sortedCQs(s.cqs)
+	for i := 0; i < n; i++ {
+		s.nextID++
+		ps := utiltesting.MakePodSet("main", int32(1+s.rng.Intn(3))).Request("gpu", fmt.Sprint(1+s.rng.Intn(3)))
+		if s.rng.Intn(4) == 0 {
+			ps.MinCount(1)
+		}
+		w := utiltesting.MakeWorkload(fmt.Sprintf("w%d", s.nextID), "ns").Priority(int32(s.rng.Intn(4))).PodSets(*ps.Obj()).Obj()
+		w.CreationTimestamp = metav1.NewTime(s.now)
+		cq := names[s.rng.Intn(len(names))]
+		s.objs[workload.Key(w)] = w
+		s.cqOf[workload.Key(w)] = cq
+		if err := s.queues.AddOrUpdateWorkload(w, cq); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func sortedCQs(m map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue) []berthv1alpha1.ClusterQueueReference {
+	names := make([]berthv1alpha1.ClusterQueueReference, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}
+
+// applyDecisions does what the controllers would after a cycle: admitted
+// workloads are written with their admission, preempted ones are marked
+// evicted.
+func (s *sim) applyDecisions() {
+	for key, adm := range s.admitted {
+		w := s.objs[key].DeepCopy()
+		w.Status.Admission = adm
+		setCond(w, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, s.now)
+		setCond(w, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, s.now)
+		s.objs[key] = w
+		s.cache.AddOrUpdateWorkload(w)
+	}
+	for _, p := range s.preempted {
+		w := s.objs[p.victim].DeepCopy()
+		setCond(w, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, s.now)
+		s.objs[p.victim] = w
+		s.cache.AddOrUpdateWorkload(w)
+	}
+}
+
+// settle releases the quota of evicted workloads and requeues them, and
+// finishes some admitted workloads, telling the queues about freed quota.
+func (s *sim) settle(finishOneIn int) {
+	for _, key := range sortedKeys(s.objs) {
+		w := s.objs[key]
+		if !workload.HasQuotaReservation(w) {
+			continue
+		}
+		switch {
+		case workload.IsEvicted(w):
+			w = w.DeepCopy()
+			w.Status.Admission = nil
+			setCond(w, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, s.now)
+			setCond(w, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, s.now)
+			setCond(w, berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, s.now)
+			s.objs[key] = w
+			s.cache.AddOrUpdateWorkload(w)
+			if err := s.queues.AddOrUpdateWorkload(w, s.cqOf[key]); err != nil {
+				panic(err)
+			}
+		case s.rng.Intn(finishOneIn) == 0:
+			s.cache.DeleteWorkload(key)
+			delete(s.objs, key)
+		default:
+			continue
+		}
+		s.queues.QueueInadmissible(s.cqOf[key])
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func setCond(w *berthv1alpha1.Workload, typ string, status metav1.ConditionStatus, at time.Time) {
+	c := metav1.Condition{Type: typ, Status: status, Reason: "Sim", LastTransitionTime: metav1.NewTime(at)}
+	for i := range w.Status.Conditions {
+		if w.Status.Conditions[i].Type == typ {
+			if w.Status.Conditions[i].Status != status {
+				w.Status.Conditions[i] = c
+			}
+			return
+		}
+	}
+	w.Status.Conditions = append(w.Status.Conditions, c)
+}
+
+// quantity reads a quantity as an int64 for the checks.
+func quantity(q resource.Quantity) int64 { return q.Value() }
