@@ -139,8 +139,8 @@ type FlavorFungibility struct {
 
 // ClusterQueueSpec is the quota and policy of a ClusterQueue.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.cohortName) && self.cohortName != '') || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="spec.resourceGroups[].flavors[].resources[].borrowingLimit may only be set when spec.cohortName is set"
-// +kubebuilder:validation:XValidation:rule="(has(self.cohortName) && self.cohortName != '') || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="spec.resourceGroups[].flavors[].resources[].lendingLimit may only be set when spec.cohortName is set"
+// +kubebuilder:validation:XValidation:rule="(has(self.cohortName) && size(self.cohortName) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="spec.resourceGroups[].flavors[].resources[].borrowingLimit may only be set when spec.cohortName is set"
+// +kubebuilder:validation:XValidation:rule="(has(self.cohortName) && size(self.cohortName) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="spec.resourceGroups[].flavors[].resources[].lendingLimit may only be set when spec.cohortName is set"
 type ClusterQueueSpec struct {
 	// ResourceGroups is the queue's quota.
 	//

@@ -7,8 +7,8 @@ import (
 // CohortSpec places a cohort in the cohort tree and gives it quota of its
 // own.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.parentName) && self.parentName != '') || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="spec.resourceGroups[].flavors[].resources[].borrowingLimit may only be set when spec.parentName is set"
-// +kubebuilder:validation:XValidation:rule="(has(self.parentName) && self.parentName != '') || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="spec.resourceGroups[].flavors[].resources[].lendingLimit may only be set when spec.parentName is set"
+// +kubebuilder:validation:XValidation:rule="(has(self.parentName) && size(self.parentName) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="spec.resourceGroups[].flavors[].resources[].borrowingLimit may only be set when spec.parentName is set"
+// +kubebuilder:validation:XValidation:rule="(has(self.parentName) && size(self.parentName) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="spec.resourceGroups[].flavors[].resources[].lendingLimit may only be set when spec.parentName is set"
 type CohortSpec struct {
 	// ParentName is the cohort this one belongs to. Quota flows up and down
 	// the tree: unused quota of a subtree may be lent to the rest.

@@ -6,7 +6,6 @@ import (
 )
 
 // ResourceFlavorSpec describes a class of nodes.
-//
 type ResourceFlavorSpec struct {
 	// NodeLabels are the labels of the nodes of this flavor. They are added
 	// to the nodeSelector of an admitted workload's pods.
@@ -33,8 +32,8 @@ type ResourceFlavorSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator in ['Equal', 'Exists'])",message="spec.tolerations[].operator must be Equal or Exists"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator != 'Exists' || !has(t.value) || t.value == '')",message="spec.tolerations[].value must be empty when operator is Exists"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.effect) || t.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.tolerations[].effect must be empty or one of NoSchedule, PreferNoSchedule or NoExecute"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator != 'Exists' || !has(t.value) || size(t.value) == 0)",message="spec.tolerations[].value must be empty when operator is Exists"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.effect) || size(t.effect) == 0 || t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.tolerations[].effect must be empty or one of NoSchedule, PreferNoSchedule or NoExecute"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 

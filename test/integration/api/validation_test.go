@@ -286,10 +286,10 @@ func TestLocalQueueValidation(t *testing.T) {
 		body    string
 		wantErr []string
 	}{
-		"valid":                   {body: "spec:\n  clusterQueue: team-a\n"},
-		"no ClusterQueue":         {body: "spec: {}\n", wantErr: []string{"spec.clusterQueue: Required value"}},
-		"invalid ClusterQueue":    {body: "spec:\n  clusterQueue: Team A\n", wantErr: []string{"spec.clusterQueue", "should match"}},
-		"unknown stop policy":     {body: "spec:\n  clusterQueue: a\n  stopPolicy: Later\n", wantErr: []string{"spec.stopPolicy", "supported values"}},
+		"valid":                     {body: "spec:\n  clusterQueue: team-a\n"},
+		"no ClusterQueue":           {body: "spec: {}\n", wantErr: []string{"spec.clusterQueue: Required value"}},
+		"invalid ClusterQueue":      {body: "spec:\n  clusterQueue: Team A\n", wantErr: []string{"spec.clusterQueue", "should match"}},
+		"unknown stop policy":       {body: "spec:\n  clusterQueue: a\n  stopPolicy: Later\n", wantErr: []string{"spec.stopPolicy", "supported values"}},
 		"stopped with HoldAndDrain": {body: "spec:\n  clusterQueue: a\n  stopPolicy: HoldAndDrain\n"},
 	}
 	for name, tc := range cases {

@@ -1,0 +1,24 @@
+// Package controller holds the reconcilers that connect the Berth API to
+// the admission engine: they keep the engine's cache and queues in sync
+// with ResourceFlavors, ClusterQueues, Cohorts, LocalQueues,
+// WorkloadPriorityClasses and Workloads, and write the status the engine
+// decides. Decisions are made in pkg/scheduler; this package only reads and
+// writes the API.
+//
+// The RBAC markers below are the whole of what the controller manager may
+// do; config/rbac/role.yaml is generated from them.
+//
+// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;clusterqueues;cohorts;localqueues;workloadpriorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors/finalizers;clusterqueues/finalizers,verbs=update
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=get
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+package controller
