@@ -15,6 +15,9 @@ type Snapshot struct {
 
 	// added holds the keys of workloads added after the snapshot was taken.
 	added map[string]bool
+	// claimed holds the keys of victims whose quota a preemptor of this
+	// cycle counts on.
+	claimed map[string]bool
 }
 
 // snapshot copies t. Workload sets are shared copy-on-write.
@@ -125,4 +128,19 @@ func (s *Snapshot) MarkEvicting(info *workload.Info) {
 	cp := *info
 	cp.Evicting = true
 	cq.workloads.writable()[info.Key] = &cp
+}
+
+// Claim records that a preemptor of this cycle counts on the quota of the
+// workload with key, so that no other preemptor counts on it too.
+func (s *Snapshot) Claim(key string) {
+	if s.claimed == nil {
+		s.claimed = map[string]bool{}
+	}
+	s.claimed[key] = true
+}
+
+// Claimed reports whether a preemptor of this cycle counts on the quota of
+// the workload with key.
+func (s *Snapshot) Claimed(key string) bool {
+	return s.claimed[key]
 }

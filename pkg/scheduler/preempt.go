@@ -14,7 +14,8 @@ import (
 // preempt handles a head that fits only by preempting. The preemptor is
 // not admitted in this cycle: it waits for its victims to release their
 // quota. The victims keep their usage in the snapshot, marked evicting, so
-// no later head of the cycle overcommits, and none preempts them again.
+// no later head of the cycle overcommits; they are claimed, so no later
+// preemptor of the cycle counts on the same room.
 func (c *cycle) preempt(ctx context.Context, e *entry) {
 	info := e.head.Info
 	targets := preemption.FindTargets(c.snap, e.cq, info, e.assignment)
@@ -25,6 +26,7 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	}
 	evicting, failed := 0, 0
 	for _, t := range targets {
+		c.snap.Claim(t.Info.Key)
 		if t.Info.Evicting {
 			evicting++
 			continue

@@ -31,7 +31,8 @@ type candidate struct {
 // Workloads already being evicted are always candidates, first: their
 // quota is on its way back, so waiting for it preempts nothing new.
 // Workloads admitted in the current cycle are never candidates: evicting
-// a workload before its admission is even written only churns.
+// a workload before its admission is even written only churns. Neither
+// are victims claimed by an earlier preemptor of the cycle.
 func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a *flavorassigner.Assignment) []Target {
 	needed := insufficient(cq, a.Usage)
 	if len(needed) == 0 {
@@ -57,9 +58,22 @@ func insufficient(cq *cache.ClusterQueue, u resources.Usage) map[resources.Flavo
 	return out
 }
 
+// usesAny reports whether info uses any of frs. It looks frs up in the
+// usage rather than ranging over it: frs is tiny, and map iteration is
+// what dominates a preemption-heavy cycle.
 func usesAny(info *workload.Info, frs map[resources.FlavorResource]bool) bool {
-	for fr, v := range info.Usage {
-		if v > 0 && frs[fr] {
+	for fr := range frs {
+		if info.Usage[fr] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// borrowingInAny reports whether cq is above its nominal quota in any of frs.
+func borrowingInAny(cq *cache.ClusterQueue, frs map[resources.FlavorResource]bool) bool {
+	for fr := range frs {
+		if cq.IsBorrowingIn(fr) {
 			return true
 		}
 	}
@@ -72,7 +86,7 @@ func usesAny(info *workload.Info, frs map[resources.FlavorResource]bool) bool {
 func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) []candidate {
 	var out []candidate
 	relevant := func(info *workload.Info) bool {
-		return usesAny(info, needed) && !s.AddedInCycle(info.Key)
+		return usesAny(info, needed) && !s.AddedInCycle(info.Key) && !s.Claimed(info.Key)
 	}
 	for _, info := range cq.Workloads() {
 		if relevant(info) && (info.Evicting || allowedWithin(cq.Preemption.WithinClusterQueue, wl, info)) {
@@ -85,7 +99,10 @@ func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, ne
 			reason = berthv1alpha1.ReasonInCohortReclaimWhileBorrowing
 		}
 		for _, other := range root.AllClusterQueues() {
-			if other == cq {
+			// Only a queue above its nominal quota gives anything back. Its
+			// workloads being evicted keep it there until they are gone, so
+			// waiting for them is not lost by skipping the others.
+			if other == cq || !borrowingInAny(other, needed) {
 				continue
 			}
 			for _, info := range other.Workloads() {

@@ -1,0 +1,160 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// nopApplier accepts every decision.
+type nopApplier struct{ preempted []string }
+
+func (*nopApplier) Admit(context.Context, *berthv1alpha1.Workload, *berthv1alpha1.Admission) error {
+	return nil
+}
+
+func (n *nopApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, _, _ string) error {
+	n.preempted = append(n.preempted, workload.Key(wl))
+	return nil
+}
+
+func (*nopApplier) SetPending(context.Context, *berthv1alpha1.Workload, string, string) error {
+	return nil
+}
+
+const (
+	benchQueues  = 1000
+	benchCohorts = 10
+)
+
+// benchTopology returns 1000 queues in 10 cohorts with two flavors of
+// gpu and cpu, each queue with the given gpu quota on the first flavor.
+func benchTopology(gpuQuota string, p berthv1alpha1.ClusterQueuePreemption) (*cache.Cache, *queue.Manager) {
+	c, m := cache.New(), queue.NewManager()
+	for _, f := range []string{"h100", "a100"} {
+		c.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor(f))
+	}
+	for i := 0; i < benchQueues; i++ {
+		cq := utiltesting.MakeClusterQueue(fmt.Sprintf("cq-%04d", i)).Cohort(fmt.Sprintf("cohort-%d", i%benchCohorts)).
+			ResourceGroup(
+				utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", gpuQuota).Resource("cpu", "1000").Obj(),
+				utiltesting.MakeFlavorQuotas("a100").Resource("nvidia.com/gpu", "0").Resource("cpu", "0").Obj(),
+			).Preemption(p).Obj()
+		c.AddOrUpdateClusterQueue(cq)
+		m.AddOrUpdateClusterQueue(cq)
+	}
+	return c, m
+}
+
+func benchWorkloads(n int, priority int32, gpus string) []*berthv1alpha1.Workload {
+	wls := make([]*berthv1alpha1.Workload, n)
+	for i := range wls {
+		wls[i] = utiltesting.MakeWorkload(fmt.Sprintf("p%d-w%06d", priority, i), "ns").Priority(priority).
+			Created(time.Duration(i)*time.Millisecond).Request(1, "nvidia.com/gpu", gpus, "cpu", "1").Obj()
+	}
+	return wls
+}
+
+// heapDelta runs f and returns by how much it grew the live heap.
+func heapDelta(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if after.HeapAlloc < before.HeapAlloc {
+		return 0
+	}
+	return after.HeapAlloc - before.HeapAlloc
+}
+
+// BenchmarkDrain admits 50,000 pending workloads spread over 1,000
+// ClusterQueues in 10 cohorts, with quota for all of them: no preemption.
+// bytes/pending-workload is what the queue manager holds per workload,
+// the API object itself excluded (the informer cache owns it).
+func BenchmarkDrain(b *testing.B) {
+	const pending = 50_000
+	wls := benchWorkloads(pending, 0, "1")
+	var decisions int
+	var elapsed time.Duration
+	var perWorkload float64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		c, m := benchTopology("60", berthv1alpha1.ClusterQueuePreemption{})
+		mem := heapDelta(func() {
+			for j, w := range wls {
+				_ = m.AddOrUpdateWorkload(w, berthv1alpha1.ClusterQueueReference(fmt.Sprintf("cq-%04d", j%benchQueues)))
+			}
+		})
+		perWorkload = float64(mem) / pending
+		s := New(c, m, &nopApplier{})
+		c.Snapshot() // build the tree outside the timer, as at start-up
+		b.StartTimer()
+		start := time.Now()
+		for {
+			stats := s.Schedule(context.Background())
+			decisions += stats.Admitted
+			if stats.Admitted == 0 {
+				break
+			}
+		}
+		elapsed += time.Since(start)
+		if got := m.Pending("cq-0000"); got != 0 {
+			b.Fatalf("cq-0000 still has %d pending", got)
+		}
+	}
+	b.ReportMetric(float64(decisions)/elapsed.Seconds(), "decisions/s")
+	b.ReportMetric(perWorkload, "bytes/pending-workload")
+}
+
+// BenchmarkPreemption fills every queue with low-priority workloads and
+// queues high-priority ones that each need two victims; a cycle preempts,
+// the victims are removed as the controllers would, and a second cycle
+// admits the preemptors.
+func BenchmarkPreemption(b *testing.B) {
+	const perQueue = 10
+	low := benchWorkloads(benchQueues*perQueue, 0, "1")
+	high := benchWorkloads(benchQueues*perQueue/2, 10, "2")
+	var decisions int
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		c, m := benchTopology("10", berthv1alpha1.ClusterQueuePreemption{
+			WithinClusterQueue:  berthv1alpha1.PreemptionPolicyLowerPriority,
+			ReclaimWithinCohort: berthv1alpha1.PreemptionPolicyLowerPriority,
+		})
+		for j, w := range low {
+			cq := fmt.Sprintf("cq-%04d", j%benchQueues)
+			c.AddOrUpdateWorkload(utiltesting.MakeWorkload(w.Name, w.Namespace).Priority(0).Request(1, "nvidia.com/gpu", "1", "cpu", "1").AdmittedIn(cq, "h100").Obj())
+		}
+		for j, w := range high {
+			_ = m.AddOrUpdateWorkload(w, berthv1alpha1.ClusterQueueReference(fmt.Sprintf("cq-%04d", j%benchQueues)))
+		}
+		a := &nopApplier{}
+		s := New(c, m, a)
+		c.Snapshot()
+		b.StartTimer()
+		start := time.Now()
+		stats := s.Schedule(context.Background())
+		for _, key := range a.preempted {
+			c.DeleteWorkload(key)
+		}
+		m.QueueAllInadmissible()
+		second := s.Schedule(context.Background())
+		elapsed += time.Since(start)
+		decisions += stats.Preempted + second.Admitted
+		if second.Admitted != len(high) || stats.Preempted != 2*len(high) {
+			b.Fatalf("preempted %d, then admitted %d of %d", stats.Preempted, second.Admitted, len(high))
+		}
+	}
+	b.ReportMetric(float64(decisions)/elapsed.Seconds(), "decisions/s")
+}
