@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
@@ -201,4 +202,28 @@ func (c *Cache) remove(key string) {
 			cq.addUsage(info.Usage, -1)
 		}
 	}
+}
+
+// ClusterQueueUsage is what the controllers need for a ClusterQueue's
+// status: per flavor and resource, the quota its workloads hold (assumed
+// ones included) and the part of it above the nominal quota, and how many
+// workloads hold quota.
+func (c *Cache) ClusterQueueUsage(name berthv1alpha1.ClusterQueueReference) (usage, borrowed resources.Usage, workloads int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	usage, borrowed = resources.Usage{}, resources.Usage{}
+	st, ok := c.in.states[name]
+	if !ok {
+		return usage, borrowed, 0
+	}
+	cq := c.tree().clusterQueues[name]
+	for fr, v := range st.usage {
+		usage[fr] = v
+		if cq != nil {
+			if b := v - cq.Nominal(fr); b > 0 {
+				borrowed[fr] = b
+			}
+		}
+	}
+	return usage, borrowed, len(st.workloads.m)
 }

@@ -146,3 +146,18 @@ func TestInactive(t *testing.T) {
 		})
 	}
 }
+
+func TestClusterQueueUsage(t *testing.T) {
+	fr := resources.FlavorResource{Flavor: "h100", Resource: "nvidia.com/gpu"}
+	c := New()
+	c.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor("h100"))
+	c.AddOrUpdateClusterQueue(withCohort(gpu("a", "8"), "c"))
+	c.AddOrUpdateClusterQueue(withCohort(gpu("b", "8"), "c"))
+	c.AddOrUpdateWorkload(utiltesting.MakeWorkload("w", "ns").Request(2, "nvidia.com/gpu", "5").AdmittedIn("a", "h100").Obj())
+	usage, borrowed, n := c.ClusterQueueUsage("a")
+	got := []any{usage, borrowed, n}
+	want := []any{resources.Usage{fr: 10}, resources.Usage{fr: 2}, 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("usage, borrowed, workloads (-want +got):\n%s", diff)
+	}
+}
