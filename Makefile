@@ -22,8 +22,16 @@ help: ## List the targets.
 		/^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 .PHONY: demo
-demo: toolchain manifests ## Start a local API server, install Berth's CRDs and apply the samples.
+demo: ## Start the local cluster, install Berth, apply the samples and show them.
 	hack/demo.sh
+
+.PHONY: local-up
+local-up: ## Start the local cluster (idempotent); prints the KUBECONFIG to use.
+	hack/local-up.sh
+
+.PHONY: local-down
+local-down: ## Stop the local cluster and every process of it.
+	hack/local-down.sh
 
 ##@ Development
 

@@ -64,7 +64,9 @@ func Start(extraCRDPaths ...string) (*Server, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting the API server: %w", err)
+		// A failed start (e.g. a CRD the server refuses) can leave etcd and
+		// the API server running.
+		return nil, errors.Join(fmt.Errorf("starting the API server: %w", err), env.Stop())
 	}
 	s := &Server{Config: cfg, env: env}
 	if err := s.init(); err != nil {

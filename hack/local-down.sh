@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Stops the local cluster started by hack/local-up.sh and every process of
+# it, and removes its state.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export KWOK_WORKDIR=$ROOT/_output/local/kwok
+if [[ -x $ROOT/bin/kwokctl ]]; then
+	"$ROOT/bin/kwokctl" delete cluster --name berth >/dev/null 2>&1 || true
+fi
+# Whatever kwokctl did not stop: processes started from this cluster's
+# directories.
+pkill -f "$KWOK_WORKDIR" 2>/dev/null || true
+rm -rf "$ROOT/_output/local"
+echo "local-down: the local cluster is stopped"

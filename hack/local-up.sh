@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Starts the local cluster: etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler built from source, kwok running the simulated nodes of
+# config/local/nodes.yaml, with Berth's CRDs and validation policy
+# installed. Idempotent: a cluster that is already up is kept.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$ROOT/_output/local
+BIN=$ROOT/bin
+K8S_BIN=$BIN/k8s
+CLUSTER=berth
+export KWOK_WORKDIR=$OUT/kwok
+export KUBECONFIG=$OUT/kubeconfig
+KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG")
+
+"$ROOT/hack/toolchain.sh" etcd kube kwok
+mkdir -p "$OUT"
+
+if "${KUBECTL[@]}" get --raw /readyz >/dev/null 2>&1; then
+	echo "local-up: the cluster is already up"
+else
+	# A cluster left half-started (e.g. after a reboot) is removed first.
+	"$BIN/kwokctl" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+	echo "local-up: starting the control plane"
+	"$BIN/kwokctl" create cluster --name "$CLUSTER" --runtime binary \
+		--etcd-binary "$K8S_BIN/etcd" \
+		--kube-apiserver-binary "$K8S_BIN/kube-apiserver" \
+		--kube-controller-manager-binary "$K8S_BIN/kube-controller-manager" \
+		--kube-scheduler-binary "$K8S_BIN/kube-scheduler" \
+		--kwok-controller-binary "$BIN/kwok" \
+		--kubeconfig "$KUBECONFIG" \
+		--wait 120s >"$OUT/kwokctl-create.log" 2>&1 || {
+		cat "$OUT/kwokctl-create.log" >&2
+		exit 1
+	}
+	"${KUBECTL[@]}" config use-context "kwok-$CLUSTER" >/dev/null
+fi
+
+echo "local-up: applying the nodes, Berth's CRDs and validation policy"
+"${KUBECTL[@]}" apply -f "$ROOT/config/local/nodes.yaml" >/dev/null
+# Server-side: the Workload CRD is larger than client-side apply's annotation.
+"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$ROOT/config/crd/bases" >/dev/null
+"${KUBECTL[@]}" wait --for=condition=Established --timeout=60s -f "$ROOT/config/crd/bases" >/dev/null
+"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$ROOT/config/validation" >/dev/null
+"${KUBECTL[@]}" wait --for=condition=Ready --timeout=60s node --all >/dev/null
+
+echo "local-up: the cluster is up; logs are under ${OUT#"$ROOT"/}/kwok/clusters/$CLUSTER/logs"
+echo "export KUBECONFIG=$KUBECONFIG"
