@@ -29,13 +29,6 @@ func newHeap() *heap {
 
 func (h *heap) len() int { return len(h.items) }
 
-func (h *heap) get(key string) *workload.Info {
-	if i, ok := h.index[key]; ok {
-		return h.items[i]
-	}
-	return nil
-}
-
 // pushOrUpdate inserts info or replaces the entry with the same key.
 func (h *heap) pushOrUpdate(info *workload.Info) {
 	if i, ok := h.index[info.Key]; ok {
@@ -46,13 +39,6 @@ func (h *heap) pushOrUpdate(info *workload.Info) {
 	h.items = append(h.items, info)
 	h.index[info.Key] = len(h.items) - 1
 	h.up(len(h.items) - 1)
-}
-
-func (h *heap) peek() *workload.Info {
-	if len(h.items) == 0 {
-		return nil
-	}
-	return h.items[0]
 }
 
 func (h *heap) pop() *workload.Info {

@@ -26,13 +26,13 @@ type Head struct {
 type RequeueReason int
 
 const (
-	// RequeueInadmissible: the head did not fit. A BestEffortFIFO queue
+	// RequeueInadmissible means the head did not fit. A BestEffortFIFO queue
 	// sets it aside until an event; a StrictFIFO queue keeps it at the head.
 	RequeueInadmissible RequeueReason = iota
-	// RequeueWaiting: the head waits for preempted workloads to release
+	// RequeueWaiting means the head waits for preempted workloads to release
 	// quota; that release is an event, so the scheduler is not woken.
 	RequeueWaiting
-	// RequeueRetry: something transient failed (a write); retry soon.
+	// RequeueRetry means something transient failed (a write); retry soon.
 	RequeueRetry
 )
 
