@@ -8,6 +8,24 @@ import (
 
 var names atomic.Int32
 
+// validationCase is an object body the API server must accept (no wantErr)
+// or refuse with an error containing every wantErr.
+type validationCase struct {
+	body    string
+	wantErr []string
+}
+
+// runValidation creates an object of kind for every case.
+func runValidation(t *testing.T, kind string, cases map[string]validationCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := testContext(t)
+			checkErr(t, create(ctx, t, object(t, manifest(kind, tc.body))), tc.wantErr)
+		})
+	}
+}
+
 // manifest is an object of a berth.dev kind with a fresh name and body,
 // the YAML under metadata (spec, or value for a WorkloadPriorityClass).
 func manifest(kind, body string) string {
@@ -36,10 +54,7 @@ func gpuQueue(cohort, gpuQuota string) string {
 }
 
 func TestClusterQueueValidation(t *testing.T) {
-	cases := map[string]struct {
-		body    string
-		wantErr []string
-	}{
+	cases := map[string]validationCase{
 		"valid with a cohort, limits and defaults": {
 			body: gpuQueue("research", "        nominalQuota: 8\n        borrowingLimit: 4\n        lendingLimit: 2"),
 		},
@@ -151,19 +166,11 @@ func TestClusterQueueValidation(t *testing.T) {
 			wantErr: []string{"spec.preemption.withinClusterQueue", "supported values"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			checkErr(t, create(ctx, t, object(t, manifest("ClusterQueue", tc.body))), tc.wantErr)
-		})
-	}
+	runValidation(t, "ClusterQueue", cases)
 }
 
 func TestCohortValidation(t *testing.T) {
-	cases := map[string]struct {
-		body    string
-		wantErr []string
-	}{
+	cases := map[string]validationCase{
 		"valid with a parent and limits": {
 			body: `spec:
   parentName: org
@@ -206,12 +213,7 @@ func TestCohortValidation(t *testing.T) {
 			wantErr: []string{"resourceGroups[].flavors[].name must be unique"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			checkErr(t, create(ctx, t, object(t, manifest("Cohort", tc.body))), tc.wantErr)
-		})
-	}
+	runValidation(t, "Cohort", cases)
 }
 
 func TestCohortIsNotItsOwnParent(t *testing.T) {
@@ -221,10 +223,7 @@ func TestCohortIsNotItsOwnParent(t *testing.T) {
 }
 
 func TestResourceFlavorValidation(t *testing.T) {
-	cases := map[string]struct {
-		body    string
-		wantErr []string
-	}{
+	cases := map[string]validationCase{
 		"valid": {
 			body: `spec:
   nodeLabels: {gpu.berth.dev/family: h100}
@@ -249,19 +248,11 @@ func TestResourceFlavorValidation(t *testing.T) {
 			wantErr: []string{"spec.tolerations[].operator must be Equal or Exists"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			checkErr(t, create(ctx, t, object(t, manifest("ResourceFlavor", tc.body))), tc.wantErr)
-		})
-	}
+	runValidation(t, "ResourceFlavor", cases)
 }
 
 func TestWorkloadPriorityClassValidation(t *testing.T) {
-	cases := map[string]struct {
-		body    string
-		wantErr []string
-	}{
+	cases := map[string]validationCase{
 		"highest user-definable value": {body: "value: 1000000000\n"},
 		"lowest value":                 {body: "value: -2147483648\n"},
 		"above a PriorityClass's bound": {
@@ -273,31 +264,18 @@ func TestWorkloadPriorityClassValidation(t *testing.T) {
 			wantErr: []string{"value: Required value"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			checkErr(t, create(ctx, t, object(t, manifest("WorkloadPriorityClass", tc.body))), tc.wantErr)
-		})
-	}
+	runValidation(t, "WorkloadPriorityClass", cases)
 }
 
 func TestLocalQueueValidation(t *testing.T) {
-	cases := map[string]struct {
-		body    string
-		wantErr []string
-	}{
+	cases := map[string]validationCase{
 		"valid":                     {body: "spec:\n  clusterQueue: team-a\n"},
 		"no ClusterQueue":           {body: "spec: {}\n", wantErr: []string{"spec.clusterQueue: Required value"}},
 		"invalid ClusterQueue":      {body: "spec:\n  clusterQueue: Team A\n", wantErr: []string{"spec.clusterQueue", "should match"}},
 		"unknown stop policy":       {body: "spec:\n  clusterQueue: a\n  stopPolicy: Later\n", wantErr: []string{"spec.stopPolicy", "supported values"}},
 		"stopped with HoldAndDrain": {body: "spec:\n  clusterQueue: a\n  stopPolicy: HoldAndDrain\n"},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			checkErr(t, create(ctx, t, object(t, manifest("LocalQueue", tc.body))), tc.wantErr)
-		})
-	}
+	runValidation(t, "LocalQueue", cases)
 }
 
 func TestQuotaPolicy(t *testing.T) {

@@ -29,10 +29,7 @@ func TestWorkloadValidation(t *testing.T) {
 		}
 		return s
 	}
-	cases := map[string]struct {
-		body    string
-		wantErr []string
-	}{
+	cases := map[string]validationCase{
 		"valid with partial admission": {
 			body: "spec:\n  queueName: training\n  podSets:\n" + podSet("main", 4, "\n    minCount: 2"),
 		},
@@ -76,12 +73,7 @@ func TestWorkloadValidation(t *testing.T) {
 			wantErr: []string{"spec.priorityClassName", "should match"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := testContext(t)
-			checkErr(t, create(ctx, t, object(t, manifest("Workload", tc.body))), tc.wantErr)
-		})
-	}
+	runValidation(t, "Workload", cases)
 }
 
 // reserveQuota sets QuotaReserved=True through the status subresource, as
