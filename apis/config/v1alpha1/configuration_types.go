@@ -1,0 +1,164 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +kubebuilder:object:root=true
+
+// Configuration is the controller manager's configuration file. Every field
+// is optional: a zero value (or an absent field) takes the default named in
+// its comment, so an empty file is a working configuration.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// ClientConnection tunes the manager's connection to the API server.
+	ClientConnection ClientConnection `json:"clientConnection,omitempty"`
+
+	// LeaderElection decides which replica runs the controllers.
+	LeaderElection LeaderElection `json:"leaderElection,omitempty"`
+
+	// Health configures the liveness and readiness probe endpoint.
+	Health Health `json:"health,omitempty"`
+
+	// Metrics configures the Prometheus metrics endpoint.
+	Metrics Metrics `json:"metrics,omitempty"`
+
+	// Webhook configures the admission webhook server.
+	Webhook Webhook `json:"webhook,omitempty"`
+
+	// InternalCertManagement configures the serving certificates that Berth
+	// generates for its own webhooks, so that it needs no cert-manager.
+	InternalCertManagement InternalCertManagement `json:"internalCertManagement,omitempty"`
+
+	// DefaultSchedulerName is the kube-scheduler profile that admitted pods
+	// are handed to when their ClusterQueue names none. Empty (the default)
+	// leaves the pod template's schedulerName as the user wrote it.
+	DefaultSchedulerName string `json:"defaultSchedulerName,omitempty"`
+
+	// Integrations selects the job frameworks Berth manages.
+	Integrations Integrations `json:"integrations,omitempty"`
+
+	// ManageJobsWithoutQueueName makes Berth hold jobs that carry no
+	// berth.dev/queue-name label, so that nothing runs around the quota.
+	// Default false: such jobs run as if Berth were not installed.
+	ManageJobsWithoutQueueName bool `json:"manageJobsWithoutQueueName,omitempty"`
+
+	// WaitForPodsReady makes admission wait until the pods of the
+	// workloads admitted before are ready.
+	WaitForPodsReady WaitForPodsReady `json:"waitForPodsReady,omitempty"`
+}
+
+// ClientConnection tunes the client's rate limit towards the API server.
+type ClientConnection struct {
+	// QPS is the sustained number of requests per second to the API
+	// server. Default 500: the API server protects itself with API priority
+	// and fairness, so the client's own limit must not be the bottleneck.
+	QPS float32 `json:"qps,omitempty"`
+
+	// Burst is the number of requests the client may send at once above
+	// QPS. Default 1000.
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// LeaderElection decides which replica runs the controllers. Every replica
+// serves webhooks.
+type LeaderElection struct {
+	// LeaderElect turns leader election on. Default true; turn it off only
+	// when a single replica runs.
+	LeaderElect *bool `json:"leaderElect,omitempty"`
+
+	// ResourceName is the name of the Lease the replicas compete for.
+	// Default "berth.dev".
+	ResourceName string `json:"resourceName,omitempty"`
+
+	// ResourceNamespace is the namespace of that Lease. Default
+	// "berth-system".
+	ResourceNamespace string `json:"resourceNamespace,omitempty"`
+}
+
+// Health configures the probe endpoint.
+type Health struct {
+	// HealthProbeBindAddress is the host:port that serves /healthz and
+	// /readyz. Default ":8081"; "0" turns the endpoint off.
+	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
+}
+
+// Metrics configures the metrics endpoint.
+type Metrics struct {
+	// BindAddress is the host:port that serves /metrics. Default ":8080";
+	// "0" turns the endpoint off.
+	BindAddress string `json:"bindAddress,omitempty"`
+}
+
+// Webhook configures the admission webhook server.
+type Webhook struct {
+	// Port is the port the webhook server listens on. Default 9443.
+	Port int32 `json:"port,omitempty"`
+
+	// Host is the address the webhook server listens on. Default "": all
+	// interfaces.
+	Host string `json:"host,omitempty"`
+
+	// CertDir is the directory that holds tls.crt and tls.key. With
+	// internal certificate management on, Berth writes them there. Default
+	// "/tmp/berth-webhook-certs".
+	CertDir string `json:"certDir,omitempty"`
+}
+
+// InternalCertManagement configures the serving certificates that Berth
+// generates, signs with its own CA and rotates, and the webhook
+// configurations it writes that CA into.
+type InternalCertManagement struct {
+	// Enable turns internal certificate management on. Default true; turn
+	// it off when another tool (e.g. cert-manager) provides the
+	// certificates in CertDir and the CA bundles.
+	Enable *bool `json:"enable,omitempty"`
+
+	// WebhookServiceName is the Service in front of the webhook server; the
+	// certificate's DNS names derive from it. Default
+	// "berth-webhook-service".
+	WebhookServiceName string `json:"webhookServiceName,omitempty"`
+
+	// WebhookServiceNamespace is that Service's namespace, also where the
+	// certificate Secret lives. Default "berth-system".
+	WebhookServiceNamespace string `json:"webhookServiceNamespace,omitempty"`
+
+	// WebhookSecretName is the Secret that holds the CA and the serving
+	// certificate, so that replicas and restarts share one CA. Default
+	// "berth-webhook-server-cert".
+	WebhookSecretName string `json:"webhookSecretName,omitempty"`
+
+	// ExtraIPs are IP addresses added to the certificate's subject
+	// alternative names, e.g. 127.0.0.1 for a controller that runs outside
+	// the cluster and is reached by URL.
+	ExtraIPs []string `json:"extraIPs,omitempty"`
+
+	// ValidatingWebhookConfigurationName is the configuration whose
+	// webhooks get the CA bundle. Default
+	// "berth-validating-webhook-configuration".
+	ValidatingWebhookConfigurationName string `json:"validatingWebhookConfigurationName,omitempty"`
+
+	// MutatingWebhookConfigurationName is the configuration whose webhooks
+	// get the CA bundle. Default "berth-mutating-webhook-configuration".
+	MutatingWebhookConfigurationName string `json:"mutatingWebhookConfigurationName,omitempty"`
+}
+
+// Integrations selects the job frameworks Berth manages.
+type Integrations struct {
+	// Frameworks are the job kinds Berth manages, among FrameworkBatchJob
+	// and FrameworkJobSet. Absent means both; an empty list means none.
+	Frameworks []string `json:"frameworks,omitempty"`
+}
+
+// WaitForPodsReady makes admission sequential in pod readiness: a workload
+// is admitted only once the pods of those admitted before are ready, so
+// that two large jobs do not each hold half of the nodes they need.
+type WaitForPodsReady struct {
+	// Enable turns the behaviour on. Default false.
+	Enable bool `json:"enable,omitempty"`
+
+	// Timeout is how long an admitted workload may wait for its pods to be
+	// ready before it is evicted and requeued. Default 5m.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}

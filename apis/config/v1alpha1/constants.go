@@ -1,0 +1,30 @@
+package v1alpha1
+
+import "time"
+
+// Kind is the kind of a configuration file.
+const Kind = "Configuration"
+
+// The job frameworks Berth can manage, as named in Integrations.Frameworks.
+const (
+	FrameworkBatchJob = "batch/job"
+	FrameworkJobSet   = "jobset.x-k8s.io/jobset"
+)
+
+// Default values of the Configuration's fields; see each field's comment
+// for why.
+const (
+	DefaultQPS                                = 500
+	DefaultBurst                              = 1000
+	DefaultLeaderElectionResourceName         = "berth.dev"
+	DefaultNamespace                          = "berth-system"
+	DefaultHealthProbeBindAddress             = ":8081"
+	DefaultMetricsBindAddress                 = ":8080"
+	DefaultWebhookPort                        = 9443
+	DefaultWebhookCertDir                     = "/tmp/berth-webhook-certs"
+	DefaultWebhookServiceName                 = "berth-webhook-service"
+	DefaultWebhookSecretName                  = "berth-webhook-server-cert"
+	DefaultValidatingWebhookConfigurationName = "berth-validating-webhook-configuration"
+	DefaultMutatingWebhookConfigurationName   = "berth-mutating-webhook-configuration"
+	DefaultWaitForPodsReadyTimeout            = 5 * time.Minute
+)

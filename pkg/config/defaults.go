@@ -1,0 +1,79 @@
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+)
+
+// DefaultFrameworks returns the frameworks managed when the configuration
+// names none.
+func DefaultFrameworks() []string {
+	return []string{configv1alpha1.FrameworkBatchJob, configv1alpha1.FrameworkJobSet}
+}
+
+// SetDefaults fills every unset field of cfg with its default. It is
+// idempotent.
+func SetDefaults(cfg *configv1alpha1.Configuration) {
+	if cfg.APIVersion == "" {
+		cfg.APIVersion = configv1alpha1.GroupVersion.String()
+	}
+	if cfg.Kind == "" {
+		cfg.Kind = configv1alpha1.Kind
+	}
+	setClientConnectionDefaults(&cfg.ClientConnection)
+	setLeaderElectionDefaults(&cfg.LeaderElection)
+	setString(&cfg.Health.HealthProbeBindAddress, configv1alpha1.DefaultHealthProbeBindAddress)
+	setString(&cfg.Metrics.BindAddress, configv1alpha1.DefaultMetricsBindAddress)
+	setWebhookDefaults(&cfg.Webhook)
+	setInternalCertManagementDefaults(&cfg.InternalCertManagement)
+	// nil, not empty: an explicit empty list means "manage no framework".
+	if cfg.Integrations.Frameworks == nil {
+		cfg.Integrations.Frameworks = DefaultFrameworks()
+	}
+	if cfg.WaitForPodsReady.Timeout == nil {
+		cfg.WaitForPodsReady.Timeout = &metav1.Duration{Duration: configv1alpha1.DefaultWaitForPodsReadyTimeout}
+	}
+}
+
+func setClientConnectionDefaults(c *configv1alpha1.ClientConnection) {
+	if c.QPS == 0 {
+		c.QPS = configv1alpha1.DefaultQPS
+	}
+	if c.Burst == 0 {
+		c.Burst = configv1alpha1.DefaultBurst
+	}
+}
+
+func setLeaderElectionDefaults(le *configv1alpha1.LeaderElection) {
+	if le.LeaderElect == nil {
+		le.LeaderElect = ptr.To(true)
+	}
+	setString(&le.ResourceName, configv1alpha1.DefaultLeaderElectionResourceName)
+	setString(&le.ResourceNamespace, configv1alpha1.DefaultNamespace)
+}
+
+func setWebhookDefaults(w *configv1alpha1.Webhook) {
+	if w.Port == 0 {
+		w.Port = configv1alpha1.DefaultWebhookPort
+	}
+	setString(&w.CertDir, configv1alpha1.DefaultWebhookCertDir)
+}
+
+func setInternalCertManagementDefaults(icm *configv1alpha1.InternalCertManagement) {
+	if icm.Enable == nil {
+		icm.Enable = ptr.To(true)
+	}
+	setString(&icm.WebhookServiceName, configv1alpha1.DefaultWebhookServiceName)
+	setString(&icm.WebhookServiceNamespace, configv1alpha1.DefaultNamespace)
+	setString(&icm.WebhookSecretName, configv1alpha1.DefaultWebhookSecretName)
+	setString(&icm.ValidatingWebhookConfigurationName, configv1alpha1.DefaultValidatingWebhookConfigurationName)
+	setString(&icm.MutatingWebhookConfigurationName, configv1alpha1.DefaultMutatingWebhookConfigurationName)
+}
+
+func setString(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}

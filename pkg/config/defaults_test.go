@@ -1,0 +1,92 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+)
+
+// defaulted is the configuration an empty file gives.
+func defaulted() *configv1alpha1.Configuration {
+	return &configv1alpha1.Configuration{
+		TypeMeta:         metav1.TypeMeta{APIVersion: "config.berth.dev/v1alpha1", Kind: "Configuration"},
+		ClientConnection: configv1alpha1.ClientConnection{QPS: 500, Burst: 1000},
+		LeaderElection: configv1alpha1.LeaderElection{
+			LeaderElect:       ptr.To(true),
+			ResourceName:      "berth.dev",
+			ResourceNamespace: "berth-system",
+		},
+		Health:  configv1alpha1.Health{HealthProbeBindAddress: ":8081"},
+		Metrics: configv1alpha1.Metrics{BindAddress: ":8080"},
+		Webhook: configv1alpha1.Webhook{Port: 9443, CertDir: "/tmp/berth-webhook-certs"},
+		InternalCertManagement: configv1alpha1.InternalCertManagement{
+			Enable:                             ptr.To(true),
+			WebhookServiceName:                 "berth-webhook-service",
+			WebhookServiceNamespace:            "berth-system",
+			WebhookSecretName:                  "berth-webhook-server-cert",
+			ValidatingWebhookConfigurationName: "berth-validating-webhook-configuration",
+			MutatingWebhookConfigurationName:   "berth-mutating-webhook-configuration",
+		},
+		Integrations:     configv1alpha1.Integrations{Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset"}},
+		WaitForPodsReady: configv1alpha1.WaitForPodsReady{Timeout: &metav1.Duration{Duration: 5 * time.Minute}},
+	}
+}
+
+func TestSetDefaults(t *testing.T) {
+	cases := map[string]struct {
+		in   *configv1alpha1.Configuration
+		want *configv1alpha1.Configuration
+	}{
+		"empty gets every default": {
+			in:   &configv1alpha1.Configuration{},
+			want: defaulted(),
+		},
+		"set values are kept": {
+			in: &configv1alpha1.Configuration{
+				ClientConnection:       configv1alpha1.ClientConnection{QPS: 50},
+				LeaderElection:         configv1alpha1.LeaderElection{LeaderElect: ptr.To(false)},
+				Webhook:                configv1alpha1.Webhook{Port: 10250, Host: "127.0.0.1"},
+				InternalCertManagement: configv1alpha1.InternalCertManagement{Enable: ptr.To(false), ExtraIPs: []string{"127.0.0.1"}},
+				DefaultSchedulerName:   "gpu-scheduler",
+				WaitForPodsReady:       configv1alpha1.WaitForPodsReady{Enable: true, Timeout: &metav1.Duration{Duration: time.Minute}},
+			},
+			want: func() *configv1alpha1.Configuration {
+				cfg := defaulted()
+				cfg.ClientConnection.QPS = 50
+				cfg.LeaderElection.LeaderElect = ptr.To(false)
+				cfg.Webhook.Port = 10250
+				cfg.Webhook.Host = "127.0.0.1"
+				cfg.InternalCertManagement.Enable = ptr.To(false)
+				cfg.InternalCertManagement.ExtraIPs = []string{"127.0.0.1"}
+				cfg.DefaultSchedulerName = "gpu-scheduler"
+				cfg.WaitForPodsReady = configv1alpha1.WaitForPodsReady{Enable: true, Timeout: &metav1.Duration{Duration: time.Minute}}
+				return cfg
+			}(),
+		},
+		"an explicit empty framework list means none": {
+			in: &configv1alpha1.Configuration{Integrations: configv1alpha1.Integrations{Frameworks: []string{}}},
+			want: func() *configv1alpha1.Configuration {
+				cfg := defaulted()
+				cfg.Integrations.Frameworks = []string{}
+				return cfg
+			}(),
+		},
+		"defaulting twice changes nothing": {
+			in:   defaulted(),
+			want: defaulted(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			SetDefaults(tc.in)
+			if diff := cmp.Diff(tc.want, tc.in); diff != "" {
+				t.Errorf("SetDefaults (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

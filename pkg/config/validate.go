@@ -1,0 +1,158 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+)
+
+// disabledAddress turns off the probe or metrics endpoint, as in
+// controller-runtime.
+const disabledAddress = "0"
+
+// Validate returns what is wrong with a defaulted configuration, one error
+// per field.
+func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateTypeMeta(cfg)...)
+	errs = append(errs, validateClientConnection(&cfg.ClientConnection, field.NewPath("clientConnection"))...)
+	errs = append(errs, validateLeaderElection(&cfg.LeaderElection, field.NewPath("leaderElection"))...)
+	errs = append(errs, validateBindAddress(cfg.Health.HealthProbeBindAddress, field.NewPath("health", "healthProbeBindAddress"))...)
+	errs = append(errs, validateBindAddress(cfg.Metrics.BindAddress, field.NewPath("metrics", "bindAddress"))...)
+	errs = append(errs, validateWebhook(&cfg.Webhook, field.NewPath("webhook"))...)
+	errs = append(errs, validateInternalCertManagement(&cfg.InternalCertManagement, field.NewPath("internalCertManagement"))...)
+	if name := cfg.DefaultSchedulerName; name != "" {
+		// The API server validates pod.spec.schedulerName the same way.
+		errs = append(errs, dnsSubdomain(name, field.NewPath("defaultSchedulerName"))...)
+	}
+	errs = append(errs, validateFrameworks(cfg.Integrations.Frameworks, field.NewPath("integrations", "frameworks"))...)
+	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
+	return errs
+}
+
+func validateTypeMeta(cfg *configv1alpha1.Configuration) field.ErrorList {
+	var errs field.ErrorList
+	if want := configv1alpha1.GroupVersion.String(); cfg.APIVersion != want {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), cfg.APIVersion, []string{want}))
+	}
+	if cfg.Kind != configv1alpha1.Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), cfg.Kind, []string{configv1alpha1.Kind}))
+	}
+	return errs
+}
+
+func validateClientConnection(c *configv1alpha1.ClientConnection, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.QPS <= 0 {
+		errs = append(errs, field.Invalid(path.Child("qps"), c.QPS, "must be greater than 0"))
+	}
+	// A burst below the QPS would make the token bucket too small to hold
+	// one second of requests: the rate would be throttled to less than the
+	// configured QPS whenever requests come in bunches.
+	if c.Burst <= 0 || float32(c.Burst) < c.QPS {
+		errs = append(errs, field.Invalid(path.Child("burst"), c.Burst, fmt.Sprintf("must be greater than 0 and at least qps (%v)", c.QPS)))
+	}
+	return errs
+}
+
+func validateLeaderElection(le *configv1alpha1.LeaderElection, path *field.Path) field.ErrorList {
+	if le.LeaderElect == nil || !*le.LeaderElect {
+		return nil
+	}
+	var errs field.ErrorList
+	errs = append(errs, dnsSubdomain(le.ResourceName, path.Child("resourceName"))...)
+	errs = append(errs, dnsLabel(le.ResourceNamespace, path.Child("resourceNamespace"))...)
+	return errs
+}
+
+func validateBindAddress(addr string, path *field.Path) field.ErrorList {
+	if addr == disabledAddress {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, addr, `must be host:port, :port or "0" (off)`)}
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return field.ErrorList{field.Invalid(path, addr, "port must be a number from 0 to 65535")}
+	}
+	return nil
+}
+
+func validateWebhook(w *configv1alpha1.Webhook, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidPortNum(int(w.Port)) {
+		errs = append(errs, field.Invalid(path.Child("port"), w.Port, msg))
+	}
+	if w.CertDir == "" {
+		errs = append(errs, field.Required(path.Child("certDir"), ""))
+	}
+	return errs
+}
+
+func validateInternalCertManagement(icm *configv1alpha1.InternalCertManagement, path *field.Path) field.ErrorList {
+	if icm.Enable == nil || !*icm.Enable {
+		return nil
+	}
+	var errs field.ErrorList
+	// A Service name is a DNS label, unlike most object names.
+	for _, msg := range validation.IsDNS1035Label(icm.WebhookServiceName) {
+		errs = append(errs, field.Invalid(path.Child("webhookServiceName"), icm.WebhookServiceName, msg))
+	}
+	errs = append(errs, dnsLabel(icm.WebhookServiceNamespace, path.Child("webhookServiceNamespace"))...)
+	errs = append(errs, dnsSubdomain(icm.WebhookSecretName, path.Child("webhookSecretName"))...)
+	for i, ip := range icm.ExtraIPs {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, field.Invalid(path.Child("extraIPs").Index(i), ip, "must be an IPv4 or IPv6 address"))
+		}
+	}
+	errs = append(errs, dnsSubdomain(icm.ValidatingWebhookConfigurationName, path.Child("validatingWebhookConfigurationName"))...)
+	errs = append(errs, dnsSubdomain(icm.MutatingWebhookConfigurationName, path.Child("mutatingWebhookConfigurationName"))...)
+	return errs
+}
+
+func validateFrameworks(frameworks []string, path *field.Path) field.ErrorList {
+	known := DefaultFrameworks()
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, f := range frameworks {
+		switch {
+		case !slices.Contains(known, f):
+			errs = append(errs, field.NotSupported(path.Index(i), f, known))
+		case seen.Has(f):
+			errs = append(errs, field.Duplicate(path.Index(i), f))
+		}
+		seen.Insert(f)
+	}
+	return errs
+}
+
+func validateWaitForPodsReady(w *configv1alpha1.WaitForPodsReady, path *field.Path) field.ErrorList {
+	if w.Timeout == nil || w.Timeout.Duration <= 0 {
+		return field.ErrorList{field.Invalid(path.Child("timeout"), w.Timeout, "must be greater than 0")}
+	}
+	return nil
+}
+
+func dnsSubdomain(name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}
+
+func dnsLabel(name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}

@@ -1,0 +1,149 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+)
+
+func TestValidate(t *testing.T) {
+	cases := map[string]struct {
+		change func(*configv1alpha1.Configuration)
+		// wantFields are the fields reported, with their error type.
+		wantFields []string
+	}{
+		"defaults are valid": {
+			change: func(*configv1alpha1.Configuration) {},
+		},
+		"wrong apiVersion and kind": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.APIVersion = "berth.dev/v1alpha1"
+				cfg.Kind = "ClusterQueue"
+			},
+			wantFields: []string{"FieldValueNotSupported apiVersion", "FieldValueNotSupported kind"},
+		},
+		"negative qps": {
+			change:     func(cfg *configv1alpha1.Configuration) { cfg.ClientConnection.QPS = -1 },
+			wantFields: []string{"FieldValueInvalid clientConnection.qps"},
+		},
+		"burst below qps": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.ClientConnection.QPS = 100
+				cfg.ClientConnection.Burst = 50
+			},
+			wantFields: []string{"FieldValueInvalid clientConnection.burst"},
+		},
+		"burst equal to qps": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.ClientConnection.QPS = 100
+				cfg.ClientConnection.Burst = 100
+			},
+		},
+		"bad lease name and namespace": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.LeaderElection.ResourceName = "Berth"
+				cfg.LeaderElection.ResourceNamespace = "berth.system"
+			},
+			wantFields: []string{"FieldValueInvalid leaderElection.resourceName", "FieldValueInvalid leaderElection.resourceNamespace"},
+		},
+		"lease names are not checked without leader election": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.LeaderElection.LeaderElect = ptr.To(false)
+				cfg.LeaderElection.ResourceName = "Berth"
+			},
+		},
+		"endpoints turned off": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Health.HealthProbeBindAddress = "0"
+				cfg.Metrics.BindAddress = "0"
+			},
+		},
+		"endpoints with a host": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Health.HealthProbeBindAddress = "127.0.0.1:8081"
+				cfg.Metrics.BindAddress = "[::1]:8080"
+			},
+		},
+		"bad bind addresses": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Health.HealthProbeBindAddress = "8081"
+				cfg.Metrics.BindAddress = ":http"
+			},
+			wantFields: []string{"FieldValueInvalid health.healthProbeBindAddress", "FieldValueInvalid metrics.bindAddress"},
+		},
+		"bad webhook port": {
+			change:     func(cfg *configv1alpha1.Configuration) { cfg.Webhook.Port = 70000 },
+			wantFields: []string{"FieldValueInvalid webhook.port"},
+		},
+		"bad certificate settings": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.InternalCertManagement.WebhookServiceName = "1-service"
+				cfg.InternalCertManagement.WebhookServiceNamespace = ""
+				cfg.InternalCertManagement.WebhookSecretName = "Secret"
+				cfg.InternalCertManagement.ExtraIPs = []string{"127.0.0.1", "::1", "localhost"}
+				cfg.InternalCertManagement.ValidatingWebhookConfigurationName = "a_b"
+				cfg.InternalCertManagement.MutatingWebhookConfigurationName = "-"
+			},
+			wantFields: []string{
+				"FieldValueInvalid internalCertManagement.webhookServiceName",
+				"FieldValueInvalid internalCertManagement.webhookServiceNamespace",
+				"FieldValueInvalid internalCertManagement.webhookSecretName",
+				"FieldValueInvalid internalCertManagement.extraIPs[2]",
+				"FieldValueInvalid internalCertManagement.validatingWebhookConfigurationName",
+				"FieldValueInvalid internalCertManagement.mutatingWebhookConfigurationName",
+			},
+		},
+		"certificate settings are not checked when off": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.InternalCertManagement.Enable = ptr.To(false)
+				cfg.InternalCertManagement.ExtraIPs = []string{"localhost"}
+			},
+		},
+		"bad default scheduler name": {
+			change:     func(cfg *configv1alpha1.Configuration) { cfg.DefaultSchedulerName = "GPU scheduler" },
+			wantFields: []string{"FieldValueInvalid defaultSchedulerName"},
+		},
+		"unknown and duplicate frameworks": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Integrations.Frameworks = []string{"batch/job", "kubeflow.org/pytorchjob", "batch/job"}
+			},
+			wantFields: []string{"FieldValueNotSupported integrations.frameworks[1]", "FieldValueDuplicate integrations.frameworks[2]"},
+		},
+		"no frameworks": {
+			change: func(cfg *configv1alpha1.Configuration) { cfg.Integrations.Frameworks = []string{} },
+		},
+		"zero timeout": {
+			change:     func(cfg *configv1alpha1.Configuration) { cfg.WaitForPodsReady.Timeout = &metav1.Duration{} },
+			wantFields: []string{"FieldValueInvalid waitForPodsReady.timeout"},
+		},
+		"negative timeout": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.WaitForPodsReady.Timeout = &metav1.Duration{Duration: -time.Second}
+			},
+			wantFields: []string{"FieldValueInvalid waitForPodsReady.timeout"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := defaulted()
+			tc.change(cfg)
+			if diff := cmp.Diff(tc.wantFields, fieldsOf(Validate(cfg))); diff != "" {
+				t.Errorf("Validate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func fieldsOf(errs field.ErrorList) []string {
+	var got []string
+	for _, err := range errs {
+		got = append(got, string(err.Type)+" "+err.Field)
+	}
+	return got
+}
