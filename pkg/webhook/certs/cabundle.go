@@ -1,0 +1,98 @@
+package certs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;patch
+
+var _ reconcile.Reconciler = (*Manager)(nil)
+
+// SetupWithManager adds m to mgr as a runnable, and a controller that
+// writes the CA bundle back into the webhook configurations whenever they
+// change (e.g. re-applied by kubectl with an empty caBundle).
+func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(m); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("webhook-ca-bundle").
+		// Every replica patches: they share the CA through the Secret, so
+		// their patches agree.
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)})
+	if name := m.opts.ValidatingWebhookConfigurationName; name != "" {
+		b = b.Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(named(name)))
+	}
+	if name := m.opts.MutatingWebhookConfigurationName; name != "" {
+		b = b.Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(named(name)))
+	}
+	return b.Complete(m)
+}
+
+func named(name string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
+}
+
+// Reconcile writes the CA bundle into both webhook configurations,
+// whichever of them changed. Before the first certificate it does nothing:
+// Start writes the bundle once there is one.
+func (m *Manager) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	select {
+	case <-m.ready:
+		return reconcile.Result{}, m.injectCABundles(ctx)
+	default:
+		return reconcile.Result{}, nil
+	}
+}
+
+// injectCABundles sets the current CA as the caBundle of every webhook of
+// both configurations. A configuration that does not exist yet is skipped;
+// the watch sees it when it is created.
+func (m *Manager) injectCABundles(ctx context.Context) error {
+	ca := m.CABundle()
+	var errs []error
+	if name := m.opts.ValidatingWebhookConfigurationName; name != "" {
+		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		errs = append(errs, m.patchCABundle(ctx, "ValidatingWebhookConfiguration", name, c, func() []webhookCA { return validatingWebhooks(c) }, ca))
+	}
+	if name := m.opts.MutatingWebhookConfigurationName; name != "" {
+		c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		errs = append(errs, m.patchCABundle(ctx, "MutatingWebhookConfiguration", name, c, func() []webhookCA { return mutatingWebhooks(c) }, ca))
+	}
+	return errors.Join(errs...)
+}
+
+// patchCABundle reads the configuration of that kind and name into obj and patches the
+// webhooks that webhooks lists from it.
+func (m *Manager) patchCABundle(ctx context.Context, kind, name string, obj client.Object, webhooks func() []webhookCA, ca []byte) error {
+	if err := m.reader.Get(ctx, types.NamespacedName{Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).V(2).Info("No webhook configuration to write the CA bundle into yet", "kind", kind, "name", name)
+			return nil
+		}
+		return fmt.Errorf("reading %s %s: %w", kind, name, err)
+	}
+	patch, err := caBundlePatch(webhooks(), ca)
+	if err != nil || patch == nil {
+		return err
+	}
+	if err := m.client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("writing the CA bundle into %s %s: %w", kind, name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Wrote the CA bundle into the webhook configuration", "kind", kind, "name", name)
+	return nil
+}
