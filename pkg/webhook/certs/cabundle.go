@@ -22,10 +22,12 @@ import (
 
 var _ reconcile.Reconciler = (*Manager)(nil)
 
-// SetupWithManager adds m to mgr as a runnable, and a controller that
-// writes the CA bundle back into the webhook configurations whenever they
-// change (e.g. re-applied by kubectl with an empty caBundle).
+// SetupWithManager gives m mgr's client and API reader, and adds m to mgr
+// as a runnable, and a controller that writes the CA bundle back into the
+// webhook configurations whenever they change (e.g. re-applied by kubectl
+// with an empty caBundle).
 func (m *Manager) SetupWithManager(mgr ctrl.Manager) error {
+	m.client, m.reader = mgr.GetClient(), mgr.GetAPIReader()
 	if err := mgr.Add(m); err != nil {
 		return err
 	}

@@ -25,12 +25,21 @@
 //
 // # Wiring in cmd/berth
 //
-//	certsMgr := certs.New(mgr.GetClient(), mgr.GetAPIReader(), certs.OptionsFrom(cfg))
+//	certsMgr := certs.New(certs.OptionsFrom(cfg))
 //	// The webhook server takes its certificate from memory, so it may
-//	// start before the files exist.
-//	webhookServer := webhook.NewServer(webhook.Options{..., TLSOpts: []func(*tls.Config){certsMgr.TLSOpt}})
-//	certsMgr.SetupWithManager(mgr)           // the runnable and the CA bundle controller
-//	mgr.AddReadyzCheck("certs", certsMgr.Checker())
+//	// start before the files exist, and picks up renewals.
+//	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+//		WebhookServer: webhook.NewServer(webhook.Options{
+//			Host: cfg.Webhook.Host, Port: int(cfg.Webhook.Port), CertDir: cfg.Webhook.CertDir,
+//			TLSOpts: []func(*tls.Config){certsMgr.TLSOpt},
+//		}),
+//		...
+//	})
+//	err = certsMgr.SetupWithManager(mgr) // the runnable and the CA bundle controller
+//	err = mgr.AddReadyzCheck("webhook-certs", certsMgr.Checker())
+//
+// With internalCertManagement.enable false, skip all of this and leave
+// TLSOpts empty: the webhook server then reads CertDir itself.
 //
 // Code that needs the certificates before it goes on (e.g. a webhook
 // server configured from files in CertDir) waits on Ready().

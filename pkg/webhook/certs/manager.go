@@ -26,7 +26,10 @@ const (
 // certificates. It runs on every replica, not only the leader, since every
 // replica serves webhooks.
 type Manager struct {
+	// client writes the Secret and patches the webhook configurations.
 	client client.Client
+	// reader reads them uncached, so that the process does not cache
+	// every Secret of the cluster to read one.
 	reader client.Reader
 	opts   Options
 	sans   SANs
@@ -44,23 +47,24 @@ var (
 	_ manager.LeaderElectionRunnable = (*Manager)(nil)
 )
 
-// New returns a Manager that writes with c and reads with r. r should be
-// uncached (the manager's API reader), so that the process does not cache
-// every Secret of the cluster to read one.
-func New(c client.Client, r client.Reader, opts Options) *Manager {
+// New returns a Manager for opts. It has no client until SetupWithManager,
+// so that cmd/berth can pass TLSOpt to the webhook server before the
+// controller manager exists.
+func New(opts Options) *Manager {
 	opts.setDefaults()
 	return &Manager{
-		client: c,
-		reader: r,
-		opts:   opts,
-		sans:   ServiceSANs(opts.ServiceName, opts.ServiceNamespace, opts.ExtraIPs),
-		ready:  make(chan struct{}),
+		opts:  opts,
+		sans:  ServiceSANs(opts.ServiceName, opts.ServiceNamespace, opts.ExtraIPs),
+		ready: make(chan struct{}),
 	}
 }
 
 // Start checks the certificates at once and then every CheckInterval,
 // until ctx ends.
 func (m *Manager) Start(ctx context.Context) error {
+	if m.client == nil || m.reader == nil {
+		return errors.New("webhook certificates: SetupWithManager was not called")
+	}
 	log := ctrl.LoggerFrom(ctx).WithName("webhook-certs")
 	ctx = ctrl.LoggerInto(ctx, log)
 	delay := retryMin

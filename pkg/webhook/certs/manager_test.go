@@ -57,7 +57,7 @@ func newTestEnv(t *testing.T, funcs interceptor.Funcs) *testEnv {
 // and the certificate directory.
 func (e *testEnv) replica(t *testing.T, extraIPs ...net.IP) *Manager {
 	t.Helper()
-	m := New(e.client, e.client, Options{
+	m := New(Options{
 		ServiceName:                        "berth-webhook-service",
 		ServiceNamespace:                   testNamespace,
 		SecretName:                         testSecret,
@@ -67,6 +67,7 @@ func (e *testEnv) replica(t *testing.T, extraIPs ...net.IP) *Manager {
 		MutatingWebhookConfigurationName:   testMWC,
 		Clock:                              e.clock,
 	})
+	m.client, m.reader = e.client, e.client
 	if err := m.ensure(context.Background()); err != nil {
 		t.Fatalf("ensure: %v", err)
 	}
@@ -179,7 +180,7 @@ func TestManagerWithoutSecret(t *testing.T) {
 }
 
 func TestManagerNotReadyBeforeCertificates(t *testing.T) {
-	m := New(nil, nil, Options{})
+	m := New(Options{})
 	if err := m.Checker()(nil); err == nil {
 		t.Error("Checker passed before any certificate")
 	}
