@@ -12,13 +12,15 @@
 // It owns the certificates' life cycle only: it registers no webhooks and
 // decides nothing about admission.
 //
-// Why not github.com/open-policy-agent/cert-controller: it puts only DNS
-// names in the certificate and finds webhooks by Service reference, while
-// the local cluster runs the controller outside the cluster and reaches it
-// through clientConfig.url https://127.0.0.1:<port>, which needs an IP
-// subject alternative name. What we need is small (a few hundred lines of
-// crypto/x509 and two patches) and this keeps go.mod free of another
-// module and its dependency updates.
+// Why our own rather than github.com/open-policy-agent/cert-controller:
+// its rotator is built around DNS names of a Service, while the local
+// cluster runs the controller outside the cluster and reaches it through
+// clientConfig.url https://127.0.0.1:<port>, which needs an IP subject
+// alternative name; we also want to fall back to the certificate directory
+// when the Secret's namespace does not exist, and to serve the certificate
+// from memory so that the webhook server need not wait for files. What we
+// need is small (a few hundred lines of crypto/x509 and one JSON patch)
+// and keeps go.mod free of another module and its update cycle.
 //
 // The decisions (Plan, NewCA, NewServing, the CA bundle patch) are pure
 // functions with an injected time; Manager does the I/O.
