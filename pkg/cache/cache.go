@@ -109,11 +109,27 @@ func (c *Cache) AddOrUpdateWorkload(wl *berthv1alpha1.Workload) bool {
 	return true
 }
 
-// DeleteWorkload forgets the workload with key "namespace/name".
-func (c *Cache) DeleteWorkload(key string) {
+// DeleteWorkload forgets the workload with key "namespace/name". It
+// returns the ClusterQueue whose quota the workload held, empty if none,
+// so that the caller can wake the workloads waiting for that quota.
+func (c *Cache) DeleteWorkload(key string) berthv1alpha1.ClusterQueueReference {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	info, ok := c.byKey[key]
+	if !ok {
+		return ""
+	}
 	c.remove(key)
+	return info.ClusterQueue
+}
+
+// IsAssumed reports whether the scheduler admitted the workload with key
+// and the informers have not yet confirmed it: an older, pending version of
+// the workload seen meanwhile must not queue it again.
+func (c *Cache) IsAssumed(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.assumed[key]
 }
 
 // AssumeWorkload records that the scheduler admitted info (ClusterQueue and

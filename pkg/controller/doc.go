@@ -8,7 +8,8 @@
 // The RBAC markers below are the whole of what the controller manager may
 // do; config/rbac/role.yaml is generated from them.
 //
-// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;clusterqueues;cohorts;localqueues;workloadpriorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;cohorts;localqueues;workloadpriorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors/finalizers;clusterqueues/finalizers,verbs=update
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete

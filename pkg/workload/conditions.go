@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -45,4 +46,17 @@ func IsFinished(wl *berthv1alpha1.Workload) bool {
 // IsActive reports whether wl may be admitted: spec.active unset or true.
 func IsActive(wl *berthv1alpha1.Workload) bool {
 	return wl.Spec.Active == nil || *wl.Spec.Active
+}
+
+// SetCondition sets a condition of wl, stamped with wl's generation. Its
+// lastTransitionTime moves only when the status changes. It reports whether
+// anything changed, so that callers skip writes that change nothing.
+func SetCondition(wl *berthv1alpha1.Workload, typ string, status metav1.ConditionStatus, reason, message string) bool {
+	return meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: wl.Generation,
+	})
 }

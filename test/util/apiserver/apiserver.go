@@ -30,6 +30,9 @@ type Server struct {
 	Kubeconfig string
 	// Version is the server's version, e.g. v1.37.2.
 	Version string
+	// Webhook is where the API server calls webhooks installed with
+	// WithWebhooks: LocalServingHost, LocalServingPort, LocalServingCertDir.
+	Webhook *envtest.WebhookInstallOptions
 
 	env *envtest.Environment
 	dir string
@@ -50,17 +53,39 @@ func AssetsDir() string {
 	return filepath.Join(RepoRoot(), "bin", "k8s")
 }
 
+// Option adds to what Start installs.
+type Option func(*envtest.Environment)
+
+// WithCRDs installs the CRDs found in paths too.
+func WithCRDs(paths ...string) Option {
+	return func(env *envtest.Environment) {
+		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, paths...)
+	}
+}
+
+// WithWebhooks installs the webhook configurations found in paths,
+// pointed at a local webhook server whose address and certificates are in
+// Server.Webhook.
+func WithWebhooks(paths ...string) Option {
+	return func(env *envtest.Environment) {
+		env.WebhookInstallOptions.Paths = append(env.WebhookInstallOptions.Paths, paths...)
+	}
+}
+
 // Start starts etcd and kube-apiserver and installs Berth's CRDs and
-// validation policies, plus the CRDs found in extraCRDPaths.
-func Start(extraCRDPaths ...string) (*Server, error) {
+// validation policies, plus what opts add.
+func Start(opts ...Option) (*Server, error) {
 	assets := AssetsDir()
 	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
 		return nil, fmt.Errorf("no kube-apiserver in %s; run `make toolchain`: %w", assets, err)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     append([]string{filepath.Join(RepoRoot(), "config", "crd", "bases")}, extraCRDPaths...),
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	for _, opt := range opts {
+		opt(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -68,7 +93,7 @@ func Start(extraCRDPaths ...string) (*Server, error) {
 		// the API server running.
 		return nil, errors.Join(fmt.Errorf("starting the API server: %w", err), env.Stop())
 	}
-	s := &Server{Config: cfg, env: env}
+	s := &Server{Config: cfg, env: env, Webhook: &env.WebhookInstallOptions}
 	if err := s.init(); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}

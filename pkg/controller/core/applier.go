@@ -1,0 +1,71 @@
+package core
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/scheduler"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// Applier writes the scheduler's decisions to Workloads. Each decision is
+// one status patch carrying the resourceVersion the decision was made on,
+// so a decision about a workload that changed since is refused by the API
+// server rather than applied to a state nobody looked at.
+type Applier struct {
+	client   client.Client
+	recorder events.EventRecorder
+}
+
+var _ scheduler.Applier = (*Applier)(nil)
+
+// NewApplier returns an Applier writing through c.
+func NewApplier(c client.Client, recorder events.EventRecorder) *Applier {
+	return &Applier{client: c, recorder: recorder}
+}
+
+// Admit reserves quota and admits wl in one write.
+func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admission *berthv1alpha1.Admission) error {
+	patched := wl.DeepCopy()
+	patched.Status.Admission = admission
+	msg := fmt.Sprintf("Quota reserved in ClusterQueue %s", admission.ClusterQueue)
+	workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, berthv1alpha1.ReasonQuotaReserved, msg)
+	workload.SetCondition(patched, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, berthv1alpha1.ReasonAdmitted,
+		fmt.Sprintf("Admitted by ClusterQueue %s", admission.ClusterQueue))
+	// A workload admitted again after an eviction is no longer evicted;
+	// the conditions keep when and why it last was.
+	for _, typ := range []string{berthv1alpha1.WorkloadEvicted, berthv1alpha1.WorkloadPreempted, berthv1alpha1.WorkloadRequeued} {
+		if workload.FindCondition(patched, typ) != nil {
+			workload.SetCondition(patched, typ, metav1.ConditionFalse, berthv1alpha1.ReasonAdmitted, msg)
+		}
+	}
+	return patchStatus(ctx, a.client, wl, patched)
+}
+
+// Preempt evicts victim to make room for another workload.
+func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, reason, message string) error {
+	patched := victim.DeepCopy()
+	workload.SetCondition(patched, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, message)
+	workload.SetCondition(patched, berthv1alpha1.WorkloadPreempted, metav1.ConditionTrue, reason, message)
+	if err := patchStatus(ctx, a.client, victim, patched); err != nil {
+		return err
+	}
+	a.recorder.Eventf(victim, nil, corev1.EventTypeNormal, berthv1alpha1.ReasonPreempted, "Preempt", "%s", message)
+	return nil
+}
+
+// SetPending records why wl waits. It writes only when the reason or the
+// message changed.
+func (a *Applier) SetPending(ctx context.Context, wl *berthv1alpha1.Workload, reason, message string) error {
+	patched := wl.DeepCopy()
+	if !workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, reason, message) {
+		return nil
+	}
+	return patchStatus(ctx, a.client, wl, patched)
+}

@@ -1,0 +1,157 @@
+package core
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+)
+
+// ResourceInUseFinalizer keeps a ClusterQueue while workloads hold its
+// quota, so that deleting it lets admitted workloads run to completion.
+const ResourceInUseFinalizer = "berth.dev/resource-in-use"
+
+// ClusterQueueReconciler gives the engine each ClusterQueue's spec and
+// writes the queue's status.
+type ClusterQueueReconciler struct {
+	client   client.Client
+	cache    *cache.Cache
+	queues   *queue.Manager
+	notifier *StatusNotifier
+
+	mu sync.Mutex
+	// synced is the generation of each queue the engine has, so that
+	// status-only events do not wake the queue's set-aside workloads.
+	synced map[string]int64
+}
+
+// Reconcile syncs one ClusterQueue.
+func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cq := &berthv1alpha1.ClusterQueue{}
+	if err := r.client.Get(ctx, req.NamespacedName, cq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(ctx, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterQueue", klog.KObj(cq)))
+	terminating := !cq.DeletionTimestamp.IsZero()
+	if !terminating && controllerutil.AddFinalizer(cq, ResourceInUseFinalizer) {
+		return ctrl.Result{}, r.client.Update(ctx, cq)
+	}
+	if err := r.syncEngine(ctx, cq, terminating); err != nil {
+		return ctrl.Result{}, err
+	}
+	st, err := r.state(ctx, cq, terminating)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if terminating && st.reserving == 0 {
+		r.forget(ctx, cq.Name)
+		controllerutil.RemoveFinalizer(cq, ResourceInUseFinalizer)
+		return ctrl.Result{}, client.IgnoreNotFound(r.client.Update(ctx, cq))
+	}
+	orig := cq.DeepCopy()
+	if setClusterQueueStatus(cq, st) {
+		return ctrl.Result{}, r.client.Status().Patch(ctx, cq, client.MergeFrom(orig))
+	}
+	return ctrl.Result{}, nil
+}
+
+// syncEngine hands a changed spec to the engine. A queue being deleted
+// holds: it admits nothing new while its workloads finish.
+func (r *ClusterQueueReconciler) syncEngine(ctx context.Context, cq *berthv1alpha1.ClusterQueue, terminating bool) error {
+	gen := cq.Generation
+	if terminating {
+		gen = -gen
+	}
+	r.mu.Lock()
+	changed := r.synced[cq.Name] != gen
+	r.synced[cq.Name] = gen
+	r.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	engineCQ := cq
+	if terminating {
+		engineCQ = cq.DeepCopy()
+		engineCQ.Spec.StopPolicy = berthv1alpha1.Hold
+	}
+	r.cache.AddOrUpdateClusterQueue(engineCQ)
+	r.queues.AddOrUpdateClusterQueue(engineCQ)
+	r.queues.QueueInadmissible(berthv1alpha1.ClusterQueueReference(cq.Name))
+	// Its namespaceSelector or existence may change whether workloads of
+	// its LocalQueues can be queued at all.
+	return requeueWorkloadsOf(ctx, r.client, r.notifier, cq.Name)
+}
+
+func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
+	r.mu.Lock()
+	delete(r.synced, name)
+	r.mu.Unlock()
+	r.cache.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
+	r.queues.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
+	if err := requeueWorkloadsOf(ctx, r.client, r.notifier, name); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Requeueing the workloads of a deleted ClusterQueue", "clusterQueue", name)
+	}
+}
+
+// state gathers what the status is computed from.
+func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.ClusterQueue, terminating bool) (queueState, error) {
+	st := queueState{terminating: terminating}
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			err := r.client.Get(ctx, types.NamespacedName{Name: string(f.Name)}, &berthv1alpha1.ResourceFlavor{})
+			if apierrors.IsNotFound(err) {
+				st.missingFlavors = append(st.missingFlavors, string(f.Name))
+			} else if err != nil {
+				return st, err
+			}
+		}
+	}
+	name := berthv1alpha1.ClusterQueueReference(cq.Name)
+	usage, borrowed, n := r.cache.ClusterQueueUsage(name)
+	st.usage, st.borrowed = usage, borrowed
+	st.pending = int32(r.queues.Pending(name))
+	// Quota is reserved and the workload admitted in one write, so the two
+	// counts are the same.
+	st.reserving, st.admitted = int32(n), int32(n)
+	return st, nil
+}
+
+// requeueWorkloadsOf asks for the workloads of every LocalQueue of a
+// ClusterQueue to be looked at again.
+func requeueWorkloadsOf(ctx context.Context, c client.Reader, n *StatusNotifier, clusterQueue string) error {
+	lqs := &berthv1alpha1.LocalQueueList{}
+	if err := c.List(ctx, lqs, client.MatchingFields{LocalQueueClusterQueueKey: clusterQueue}); err != nil {
+		return err
+	}
+	for i := range lqs.Items {
+		if err := requeueWorkloadsOfLocalQueue(ctx, c, n, lqs.Items[i].Namespace, lqs.Items[i].Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func requeueWorkloadsOfLocalQueue(ctx context.Context, c client.Reader, n *StatusNotifier, ns, name string) error {
+	wls := &berthv1alpha1.WorkloadList{}
+	if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingFields{WorkloadQueueKey: name}); err != nil {
+		return err
+	}
+	for i := range wls.Items {
+		n.RequeueWorkload(client.ObjectKeyFromObject(&wls.Items[i]))
+	}
+	n.LocalQueueChanged(types.NamespacedName{Namespace: ns, Name: name})
+	return nil
+}

@@ -1,0 +1,84 @@
+package core
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// The writes of a Workload's life cycle outside admission. Each is one
+// patch carrying the resourceVersion it was computed from.
+
+// Evict tells an admitted workload to stop: Evicted=True with reason. Its
+// quota is released when it is requeued, once its pods are stopped.
+func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, reason, message string) error {
+	patched := wl.DeepCopy()
+	if !workload.SetCondition(patched, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, reason, message) {
+		return nil
+	}
+	return patchStatus(ctx, c, wl, patched)
+}
+
+// Requeue releases an evicted workload's quota and queues it again:
+// admission cleared, QuotaReserved=False, Admitted=False, Requeued=True.
+func Requeue(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload) error {
+	patched := wl.DeepCopy()
+	reason := berthv1alpha1.ReasonPending
+	why := "the workload was evicted"
+	if ev := workload.FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil {
+		reason, why = ev.Reason, ev.Message
+	}
+	patched.Status.Admission = nil
+	msg := fmt.Sprintf("Requeued after eviction (%s): %s", reason, why)
+	workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+	workload.SetCondition(patched, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+	workload.SetCondition(patched, berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, reason, msg)
+	if workload.FindCondition(patched, berthv1alpha1.WorkloadPodsReady) != nil {
+		workload.SetCondition(patched, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+	}
+	state := patched.Status.RequeueState
+	if state == nil {
+		state = &berthv1alpha1.RequeueState{}
+	}
+	state.Count = ptr.To(ptr.Deref(state.Count, 0) + 1)
+	patched.Status.RequeueState = state
+	return patchStatus(ctx, c, wl, patched)
+}
+
+// Finish marks a workload finished; its quota is released.
+func Finish(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, reason, message string) error {
+	patched := wl.DeepCopy()
+	if !workload.SetCondition(patched, berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, reason, message) {
+		return nil
+	}
+	return patchStatus(ctx, c, wl, patched)
+}
+
+// SetPodsReady records whether all the workload's pods are ready.
+func SetPodsReady(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, ready bool) error {
+	patched := wl.DeepCopy()
+	status, reason, msg := metav1.ConditionFalse, "PodsNotReady", "Not all pods are ready"
+	if ready {
+		status, reason, msg = metav1.ConditionTrue, "PodsReady", "All pods are ready"
+	}
+	if !workload.SetCondition(patched, berthv1alpha1.WorkloadPodsReady, status, reason, msg) {
+		return nil
+	}
+	return patchStatus(ctx, c, wl, patched)
+}
+
+func setPriority(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, value int32) error {
+	patched := wl.DeepCopy()
+	patched.Spec.Priority = ptr.To(value)
+	return c.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{}))
+}
+
+func patchStatus(ctx context.Context, c client.Client, orig, patched *berthv1alpha1.Workload) error {
+	return c.Status().Patch(ctx, patched, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}

@@ -1,0 +1,188 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// WorkloadReconciler keeps the engine's cache and queues in step with
+// Workloads: a workload holding quota is in the cache, a pending one is in
+// its ClusterQueue's queue, and one that cannot be queued says why. It also
+// evicts admitted workloads that must stop (deactivated, queue drained,
+// pods not ready in time) and requeues evicted workloads that no job
+// integration owns.
+type WorkloadReconciler struct {
+	client           client.Client
+	cache            *cache.Cache
+	queues           *queue.Manager
+	applier          *Applier
+	recorder         events.EventRecorder
+	podsReadyTimeout time.Duration
+	// status tells the queue status reconcilers that a queue's counts may
+	// have changed.
+	status *StatusNotifier
+}
+
+// Reconcile brings the engine's view of one Workload up to date.
+func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wl := &berthv1alpha1.Workload{}
+	if err := r.client.Get(ctx, req.NamespacedName, wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.String())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(wl))
+	ctx = ctrl.LoggerInto(ctx, log)
+	r.status.WorkloadChanged(wl)
+
+	switch {
+	case !wl.DeletionTimestamp.IsZero() || workload.IsFinished(wl):
+		r.forget(workload.Key(wl))
+		return ctrl.Result{}, nil
+	case workload.HasQuotaReservation(wl):
+		return r.reconcileReserved(ctx, wl)
+	default:
+		return ctrl.Result{}, r.reconcilePending(ctx, wl)
+	}
+}
+
+// forget drops a workload from the engine and wakes the workloads waiting
+// for the quota it held.
+func (r *WorkloadReconciler) forget(key string) {
+	r.queues.DeleteWorkload(key)
+	if cq := r.cache.DeleteWorkload(key); cq != "" {
+		r.queues.QueueInadmissible(cq)
+	}
+}
+
+func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1alpha1.Workload) error {
+	key := workload.Key(wl)
+	if r.cache.IsAssumed(key) {
+		// The scheduler has just admitted it; this is an older version.
+		return nil
+	}
+	if cq := r.cache.DeleteWorkload(key); cq != "" {
+		// It held quota until now: an eviction completed.
+		r.queues.QueueInadmissible(cq)
+	}
+	if !workload.IsActive(wl) {
+		r.queues.DeleteWorkload(key)
+		return r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, "The workload is deactivated: spec.active is false")
+	}
+	if changed, msg, err := r.resolvePriority(ctx, wl); err != nil || changed {
+		return err
+	} else if msg != "" {
+		r.queues.DeleteWorkload(key)
+		return r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, msg)
+	}
+	cq, msg, err := clusterQueueFor(ctx, r.client, wl)
+	if err != nil {
+		return err
+	}
+	if msg == "" {
+		err = r.queues.AddOrUpdateWorkload(wl, cq)
+		if errors.Is(err, queue.ErrClusterQueueNotFound) {
+			msg = fmt.Sprintf("ClusterQueue %s is not known to the scheduler yet", cq)
+		} else if err != nil {
+			return err
+		}
+	}
+	if msg != "" {
+		r.queues.DeleteWorkload(key)
+		return r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, msg)
+	}
+	return nil
+}
+
+// resolvePriority sets spec.priority from the workload's
+// WorkloadPriorityClass. It reports whether it wrote (a new event follows)
+// or why the class cannot be resolved.
+func (r *WorkloadReconciler) resolvePriority(ctx context.Context, wl *berthv1alpha1.Workload) (bool, string, error) {
+	if wl.Spec.PriorityClassName == "" {
+		return false, "", nil
+	}
+	wpc := &berthv1alpha1.WorkloadPriorityClass{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: wl.Spec.PriorityClassName}, wpc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Sprintf("WorkloadPriorityClass %s does not exist", wl.Spec.PriorityClassName), nil
+		}
+		return false, "", err
+	}
+	if wl.Spec.Priority != nil && *wl.Spec.Priority == wpc.Value {
+		return false, "", nil
+	}
+	return true, "", setPriority(ctx, r.client, wl, wpc.Value)
+}
+
+func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	r.queues.DeleteWorkload(workload.Key(wl))
+	r.cache.AddOrUpdateWorkload(wl)
+	if workload.IsEvicted(wl) {
+		if owner := metav1.GetControllerOf(wl); owner != nil {
+			// The job integration stops the job, then requeues the workload.
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, Requeue(ctx, r.client, wl)
+	}
+	reason, msg, after, err := r.evictionReason(ctx, wl)
+	if err != nil || reason == "" {
+		return ctrl.Result{RequeueAfter: after}, err
+	}
+	if err := Evict(ctx, r.client, wl, reason, msg); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Evict", "%s", msg)
+	return ctrl.Result{}, nil
+}
+
+// evictionReason says why an admitted workload must stop, if it must; or
+// after how long to look again, while its pods have time to become ready.
+func (r *WorkloadReconciler) evictionReason(ctx context.Context, wl *berthv1alpha1.Workload) (string, string, time.Duration, error) {
+	if !workload.IsActive(wl) {
+		return berthv1alpha1.ReasonDeactivated, "The workload is deactivated: spec.active is false", 0, nil
+	}
+	cqName := wl.Status.Admission.ClusterQueue
+	cq := &berthv1alpha1.ClusterQueue{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: string(cqName)}, cq); client.IgnoreNotFound(err) != nil {
+		return "", "", 0, err
+	} else if err == nil && cq.Spec.StopPolicy == berthv1alpha1.HoldAndDrain {
+		return berthv1alpha1.ReasonClusterQueueStopped, fmt.Sprintf("ClusterQueue %s is stopped with HoldAndDrain", cqName), 0, nil
+	}
+	lq := &berthv1alpha1.LocalQueue{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, lq); client.IgnoreNotFound(err) != nil {
+		return "", "", 0, err
+	} else if err == nil && lq.Spec.StopPolicy == berthv1alpha1.HoldAndDrain {
+		return berthv1alpha1.ReasonLocalQueueStopped, fmt.Sprintf("LocalQueue %s is stopped with HoldAndDrain", lq.Name), 0, nil
+	}
+	return r.podsReadyTimedOut(wl)
+}
+
+func (r *WorkloadReconciler) podsReadyTimedOut(wl *berthv1alpha1.Workload) (string, string, time.Duration, error) {
+	admitted := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted)
+	if r.podsReadyTimeout <= 0 || admitted == nil || workload.IsConditionTrue(wl, berthv1alpha1.WorkloadPodsReady) {
+		return "", "", 0, nil
+	}
+	if left := r.podsReadyTimeout - time.Since(admitted.LastTransitionTime.Time); left > 0 {
+		return "", "", left, nil
+	}
+	return berthv1alpha1.ReasonPodsReadyTimeout,
+		fmt.Sprintf("The pods were not all ready %s after admission", r.podsReadyTimeout), 0, nil
+}

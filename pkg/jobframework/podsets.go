@@ -1,0 +1,122 @@
+package jobframework
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// admittedInfos is how each podset of an admitted workload runs: its
+// admitted count, the flavors' node labels added to its node selector, the
+// flavors' tolerations added to its tolerations, and the labels that tie
+// its pods to the workload.
+func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workload) ([]PodSetInfo, error) {
+	assignments := map[string]*berthv1alpha1.PodSetAssignment{}
+	for i := range wl.Status.Admission.PodSetAssignments {
+		psa := &wl.Status.Admission.PodSetAssignments[i]
+		assignments[psa.Name] = psa
+	}
+	flavors := map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor{}
+	infos := make([]PodSetInfo, 0, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		info := originalInfo(ps)
+		info.Labels = maps.Clone(info.Labels)
+		if info.Labels == nil {
+			info.Labels = map[string]string{}
+		}
+		info.Labels[berthv1alpha1.WorkloadLabel] = wl.Name
+		info.Labels[berthv1alpha1.PodSetLabel] = ps.Name
+		psa, ok := assignments[ps.Name]
+		if !ok {
+			return nil, fmt.Errorf("admission of workload %s has no assignment for podset %s", wl.Name, ps.Name)
+		}
+		info.Count = ptr.Deref(psa.Count, ps.Count)
+		info.NodeSelector = maps.Clone(info.NodeSelector)
+		info.Tolerations = slices.Clone(info.Tolerations)
+		for _, name := range distinctFlavors(psa.Flavors) {
+			rf, err := flavor(ctx, c, flavors, name)
+			if err != nil {
+				return nil, err
+			}
+			if len(rf.Spec.NodeLabels) > 0 && info.NodeSelector == nil {
+				info.NodeSelector = map[string]string{}
+			}
+			maps.Copy(info.NodeSelector, rf.Spec.NodeLabels)
+			info.Tolerations = appendMissing(info.Tolerations, rf.Spec.Tolerations)
+		}
+		infos = append(infos, info)
+	}
+	return infos, nil
+}
+
+// originalInfos is how each podset runs before admission, as the
+// Workload's templates recorded it.
+func originalInfos(wl *berthv1alpha1.Workload) []PodSetInfo {
+	infos := make([]PodSetInfo, 0, len(wl.Spec.PodSets))
+	for i := range wl.Spec.PodSets {
+		infos = append(infos, originalInfo(&wl.Spec.PodSets[i]))
+	}
+	return infos
+}
+
+func originalInfo(ps *berthv1alpha1.PodSet) PodSetInfo {
+	return PodSetInfo{
+		Name:         ps.Name,
+		Count:        ps.Count,
+		NodeSelector: ps.Template.Spec.NodeSelector,
+		Tolerations:  ps.Template.Spec.Tolerations,
+		Labels:       ps.Template.Labels,
+	}
+}
+
+func distinctFlavors(byResource map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference) []berthv1alpha1.ResourceFlavorReference {
+	set := map[berthv1alpha1.ResourceFlavorReference]bool{}
+	for _, f := range byResource {
+		set[f] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func flavor(ctx context.Context, c client.Reader, seen map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor, name berthv1alpha1.ResourceFlavorReference) (*berthv1alpha1.ResourceFlavor, error) {
+	if rf, ok := seen[name]; ok {
+		return rf, nil
+	}
+	rf := &berthv1alpha1.ResourceFlavor{}
+	if err := c.Get(ctx, types.NamespacedName{Name: string(name)}, rf); err != nil {
+		return nil, fmt.Errorf("reading ResourceFlavor %s: %w", name, err)
+	}
+	seen[name] = rf
+	return rf, nil
+}
+
+func appendMissing(have, add []corev1.Toleration) []corev1.Toleration {
+	for _, t := range add {
+		if !slices.ContainsFunc(have, func(h corev1.Toleration) bool { return h.MatchToleration(&t) && h.Value == t.Value }) {
+			have = append(have, t)
+		}
+	}
+	return have
+}
+
+// ApplyToTemplate sets a pod template's node selector, tolerations and
+// labels to info's. Frameworks call it from RunWithPodSetsInfo and
+// RestorePodSetsInfo; it reports whether the template changed.
+func ApplyToTemplate(t *corev1.PodTemplateSpec, info PodSetInfo) bool {
+	changed := !maps.Equal(t.Spec.NodeSelector, info.NodeSelector) ||
+		!equality.Semantic.DeepEqual(t.Spec.Tolerations, info.Tolerations) ||
+		!maps.Equal(t.Labels, info.Labels)
+	t.Spec.NodeSelector = maps.Clone(info.NodeSelector)
+	t.Spec.Tolerations = slices.Clone(info.Tolerations)
+	t.Labels = maps.Clone(info.Labels)
+	return changed
+}

@@ -1,0 +1,32 @@
+package jobframework
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// Options configures the job reconcilers and webhooks.
+type Options struct {
+	// ManageJobsWithoutQueueName makes Berth hold jobs without the queue
+	// label too.
+	ManageJobsWithoutQueueName bool
+	// DefaultSchedulerName is the scheduler of admitted pods when their
+	// ClusterQueue names none.
+	DefaultSchedulerName string
+}
+
+// SetupWithManager registers the integration's reconciler and webhook.
+func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(i.GVK.Group + "-" + i.GVK.Kind).
+		For(i.NewJob().Object()).
+		Owns(&berthv1alpha1.Workload{}).
+		Complete(&JobReconciler{client: mgr.GetClient(), integration: i, manageWithoutQueueName: opts.ManageJobsWithoutQueueName})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, i.NewJob().Object()).
+		WithCustomDefaulter(&defaulter{client: mgr.GetClient(), integration: i, opts: opts}).
+		Complete()
+}

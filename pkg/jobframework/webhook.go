@@ -1,0 +1,88 @@
+package jobframework
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// defaulter makes a new job that Berth manages start suspended, and hands
+// its pods to its ClusterQueue's scheduler. The scheduler is set here, at
+// creation, because a Job's template schedulerName cannot change later,
+// not even while it is suspended.
+type defaulter struct {
+	client      client.Reader
+	integration *Integration
+	opts        Options
+}
+
+var _ admission.CustomDefaulter = (*defaulter)(nil)
+
+// Default holds a new job for admission.
+func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
+		// Only new jobs are held; suspending a running one is eviction's job.
+		return nil
+	}
+	cobj, ok := obj.(client.Object)
+	if !ok {
+		return fmt.Errorf("unexpected object %T", obj)
+	}
+	queue := QueueName(cobj)
+	if queue == "" && !d.opts.ManageJobsWithoutQueueName {
+		return nil
+	}
+	job, err := d.integration.Wrap(cobj)
+	if err != nil {
+		return err
+	}
+	job.Suspend()
+	withTemplates, ok := job.(JobWithPodTemplates)
+	if !ok {
+		return nil
+	}
+	name, err := d.schedulerName(ctx, cobj.GetNamespace(), queue)
+	if err != nil || name == "" {
+		return err
+	}
+	for _, t := range withTemplates.PodTemplates() {
+		if t.Spec.SchedulerName == "" {
+			t.Spec.SchedulerName = name
+		}
+	}
+	return nil
+}
+
+// schedulerName is the scheduler of the queue's ClusterQueue, or the
+// configured default. A queue that does not exist yet gets the default.
+func (d *defaulter) schedulerName(ctx context.Context, ns, queue string) (string, error) {
+	if queue == "" {
+		return d.opts.DefaultSchedulerName, nil
+	}
+	lq := &berthv1alpha1.LocalQueue{}
+	if err := d.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: queue}, lq); err != nil {
+		if apierrors.IsNotFound(err) {
+			return d.opts.DefaultSchedulerName, nil
+		}
+		return "", err
+	}
+	cq := &berthv1alpha1.ClusterQueue{}
+	if err := d.client.Get(ctx, types.NamespacedName{Name: string(lq.Spec.ClusterQueue)}, cq); err != nil {
+		if apierrors.IsNotFound(err) {
+			return d.opts.DefaultSchedulerName, nil
+		}
+		return "", err
+	}
+	if cq.Spec.SchedulerName != "" {
+		return cq.Spec.SchedulerName, nil
+	}
+	return d.opts.DefaultSchedulerName, nil
+}

@@ -1,0 +1,68 @@
+package jobframework
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// WorkloadName is the name of the Workload of a job: the kind and name of
+// the job and a hash of its UID, so that a job deleted and created again
+// under the same name gets a new Workload.
+func WorkloadName(gvk schema.GroupVersionKind, name string, uid string) string {
+	sum := sha256.Sum256([]byte(gvk.String() + "/" + uid))
+	prefix := strings.ToLower(gvk.Kind) + "-" + name
+	const maxPrefix = 253 - 1 - 10
+	if len(prefix) > maxPrefix {
+		prefix = prefix[:maxPrefix]
+	}
+	return strings.TrimRight(prefix, "-.") + "-" + hex.EncodeToString(sum[:5])
+}
+
+// QueueName is the LocalQueue a job is submitted to, from its label.
+func QueueName(job metav1.Object) string {
+	return job.GetLabels()[berthv1alpha1.QueueNameLabel]
+}
+
+// PriorityClassName is the WorkloadPriorityClass of a job, from its label.
+func PriorityClassName(job metav1.Object) string {
+	return job.GetLabels()[berthv1alpha1.PriorityClassLabel]
+}
+
+// newWorkload is the Workload of job, owned by it.
+func newWorkload(job GenericJob, gvk schema.GroupVersionKind, priority *int32) (*berthv1alpha1.Workload, error) {
+	obj := job.Object()
+	podSets, err := job.PodSets()
+	if err != nil {
+		return nil, err
+	}
+	return &berthv1alpha1.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            WorkloadName(gvk, obj.GetName(), string(obj.GetUID())),
+			Namespace:       obj.GetNamespace(),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, gvk)},
+			Labels:          map[string]string{berthv1alpha1.QueueNameLabel: QueueName(obj)},
+		},
+		Spec: berthv1alpha1.WorkloadSpec{
+			PodSets:           podSets,
+			QueueName:         berthv1alpha1.LocalQueueName(QueueName(obj)),
+			PriorityClassName: PriorityClassName(obj),
+			Priority:          priority,
+			Active:            ptr.To(true),
+		},
+	}, nil
+}
+
+// finishReason is the Finished condition's reason for a job's outcome.
+func finishReason(succeeded bool) string {
+	if succeeded {
+		return berthv1alpha1.ReasonSucceeded
+	}
+	return berthv1alpha1.ReasonFailed
+}

@@ -1,0 +1,135 @@
+package job
+
+import (
+	"fmt"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+)
+
+// +kubebuilder:webhook:path=/mutate-batch-v1-job,mutating=true,failurePolicy=fail,sideEffects=None,groups=batch,resources=jobs,verbs=create,versions=v1,name=mjob.berth.dev,admissionReviewVersions=v1
+
+// podSetName is the name of a Job's only podset.
+const podSetName = "main"
+
+func init() {
+	jobframework.Register(&jobframework.Integration{
+		Name:        "batch/job",
+		GVK:         batchv1.SchemeGroupVersion.WithKind("Job"),
+		NewJob:      func() jobframework.GenericJob { return &Job{} },
+		Wrap:        wrap,
+		AddToScheme: batchv1.AddToScheme,
+	})
+}
+
+func wrap(obj client.Object) (jobframework.GenericJob, error) {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return nil, fmt.Errorf("not a Job: %T", obj)
+	}
+	return (*Job)(j), nil
+}
+
+// Job is a batch/v1 Job as Berth sees it.
+type Job batchv1.Job
+
+var (
+	_ jobframework.GenericJob          = (*Job)(nil)
+	_ jobframework.JobWithPodTemplates = (*Job)(nil)
+)
+
+// Object is the Job.
+func (j *Job) Object() client.Object { return (*batchv1.Job)(j) }
+
+// IsSuspended reports whether spec.suspend is true.
+func (j *Job) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
+
+// Suspend sets spec.suspend.
+func (j *Job) Suspend() { j.Spec.Suspend = ptr.To(true) }
+
+// PodTemplates is the Job's pod template.
+func (j *Job) PodTemplates() []*corev1.PodTemplateSpec { return []*corev1.PodTemplateSpec{&j.Spec.Template} }
+
+// count is the number of pods the Job runs at once.
+func (j *Job) count() int32 {
+	n := ptr.Deref(j.Spec.Parallelism, 1)
+	if c := j.Spec.Completions; c != nil && *c < n {
+		n = *c
+	}
+	return n
+}
+
+// PodSets is one podset of count pods. The min-parallelism annotation
+// allows partial admission.
+func (j *Job) PodSets() ([]berthv1alpha1.PodSet, error) {
+	ps := berthv1alpha1.PodSet{Name: podSetName, Count: j.count(), Template: *j.Spec.Template.DeepCopy()}
+	if v, ok := j.Annotations[berthv1alpha1.JobMinParallelismAnnotation]; ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 1 || int32(n) > ps.Count {
+			return nil, fmt.Errorf("annotation %s=%q must be a whole number between 1 and the job's parallelism %d",
+				berthv1alpha1.JobMinParallelismAnnotation, v, ps.Count)
+		}
+		if int32(n) < ps.Count {
+			ps.MinCount = ptr.To(int32(n))
+		}
+	}
+	return []berthv1alpha1.PodSet{ps}, nil
+}
+
+// RunWithPodSetsInfo unsuspends the Job with its admitted parallelism and
+// scheduling directives.
+func (j *Job) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
+	if len(infos) != 1 {
+		return fmt.Errorf("a Job has one podset, got %d", len(infos))
+	}
+	j.Spec.Suspend = ptr.To(false)
+	j.setCount(infos[0].Count)
+	jobframework.ApplyToTemplate(&j.Spec.Template, infos[0])
+	return nil
+}
+
+// RestorePodSetsInfo puts back the Job's original parallelism and
+// scheduling directives.
+func (j *Job) RestorePodSetsInfo(infos []jobframework.PodSetInfo) bool {
+	if len(infos) != 1 {
+		return false
+	}
+	changed := j.count() != infos[0].Count
+	j.setCount(infos[0].Count)
+	return jobframework.ApplyToTemplate(&j.Spec.Template, infos[0]) || changed
+}
+
+// setCount sets the parallelism, unless the count is limited by the
+// completions instead.
+func (j *Job) setCount(n int32) {
+	if j.count() != n {
+		j.Spec.Parallelism = ptr.To(n)
+	}
+}
+
+// Finished reports whether the Job completed or failed.
+func (j *Job) Finished() (bool, bool, string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, true, "Job completed"
+		case batchv1.JobFailed:
+			return true, false, "Job failed: " + c.Message
+		}
+	}
+	return false, false, ""
+}
+
+// PodsReady reports whether as many pods are ready or done as run at once.
+func (j *Job) PodsReady() bool {
+	return ptr.Deref(j.Status.Ready, 0)+j.Status.Succeeded >= j.count()
+}

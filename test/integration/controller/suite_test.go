@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/controller/core"
+	_ "github.com/berth-dev/berth/pkg/jobs/job"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/test/util/apiserver"
+)
+
+var (
+	server *apiserver.Server
+	// managerMu serialises tests that stop and start the manager.
+	managerMu sync.Mutex
+	stopManager func()
+)
+
+var integrations = []string{"batch/job"}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("BERTH_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	var err error
+	server, err = apiserver.Start(apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := server.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	fmt.Printf("integration: running against a real kube-apiserver %s at %s\n", server.Version, server.Config.Host)
+	if err := startManager(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { stopManager() }()
+	return m.Run()
+}
+
+// startManager runs a new controller manager, as a new process of Berth
+// would: empty caches, every object loaded from the API server.
+func startManager() error {
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := controller.AddToScheme(scheme, integrations); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(server.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    server.Webhook.LocalServingHost,
+			Port:    server.Webhook.LocalServingPort,
+			CertDir: server.Webhook.LocalServingCertDir,
+		}),
+		Controller: ctrlConfig(),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	err = controller.Setup(ctx, mgr, controller.Options{
+		Core:         core.Options{WorkloadConcurrency: 4},
+		Integrations: integrations,
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+	stopManager = func() {
+		cancel()
+		<-done
+	}
+	return waitForWebhook()
+}
+
+// restartManager stops the manager and starts a new one.
+func restartManager(t *testing.T) {
+	t.Helper()
+	stopManager()
+	if err := startManager(); err != nil {
+		t.Fatalf("starting a new manager: %v", err)
+	}
+}
+
+// ctrlConfig lets a restarted manager in the same process register its
+// controllers under the same names again.
+func ctrlConfig() config.Controller {
+	return config.Controller{SkipNameValidation: ptr.To(true)}
+}
+
+// waitForWebhook waits until the API server reaches the Job webhook: a
+// dry-run of a queued Job comes back suspended.
+func waitForWebhook() error {
+	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		job := utiltesting.MakeJob("webhook-probe", "default").Queue("probe").Obj()
+		if err := server.Client.Create(ctx, job, client.DryRunAll); err != nil {
+			return false, nil
+		}
+		return ptr.Deref(job.Spec.Suspend, false), nil
+	})
+}
