@@ -64,6 +64,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	sched := scheduler.New(c, q, applier)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
 		if err := prime(ctx, mgr.GetClient(), c); err != nil {
 			return err
 		}

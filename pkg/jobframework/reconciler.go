@@ -130,14 +130,19 @@ func (r *JobReconciler) syncLabels(ctx context.Context, job GenericJob, wl *bert
 }
 
 // syncRunState makes the job run exactly while its Workload is admitted
-// and not evicted.
+// and not evicted. Stopping takes two writes: a running Job's template
+// cannot change, so it is suspended first and its template restored once
+// it is.
 func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) error {
-	obj := job.Object()
 	admitted := workload.IsAdmitted(wl) && wl.Status.Admission != nil
 	switch {
+	case !job.IsSuspended() && (!admitted || workload.IsEvicted(wl)):
+		ctrl.LoggerFrom(ctx).V(2).Info("Stopping the job", "workload", klog.KObj(wl))
+		job.Suspend()
+		return r.client.Update(ctx, job.Object())
 	case admitted && workload.IsEvicted(wl):
-		if !job.IsSuspended() {
-			return r.stop(ctx, job, wl)
+		if job.RestorePodSetsInfo(originalInfos(wl)) {
+			return r.client.Update(ctx, job.Object())
 		}
 		// The job is stopped: its quota can go to others.
 		return core.Requeue(ctx, r.client, wl)
@@ -149,19 +154,11 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		if err := job.RunWithPodSetsInfo(infos); err != nil {
 			return fmt.Errorf("running the job with its admission: %w", err)
 		}
-		return r.client.Update(ctx, obj)
+		return r.client.Update(ctx, job.Object())
 	case admitted:
 		return core.SetPodsReady(ctx, r.client, wl, job.PodsReady())
-	case !job.IsSuspended():
-		return r.stop(ctx, job, wl)
+	case job.RestorePodSetsInfo(originalInfos(wl)):
+		return r.client.Update(ctx, job.Object())
 	}
 	return nil
-}
-
-// stop suspends the job and restores its pod templates.
-func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) error {
-	job.Suspend()
-	job.RestorePodSetsInfo(originalInfos(wl))
-	ctrl.LoggerFrom(ctx).V(2).Info("Stopping the job", "workload", klog.KObj(wl))
-	return r.client.Update(ctx, job.Object())
 }

@@ -26,7 +26,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr, i.NewJob().Object()).
-		WithCustomDefaulter(&defaulter{client: mgr.GetClient(), integration: i, opts: opts}).
-		Complete()
+	hook := ctrl.NewWebhookManagedBy(mgr, i.NewJob().Object())
+	//nolint:staticcheck // the typed Defaulter cannot decode into an interface type: see defaulter
+	return hook.WithCustomDefaulter(&defaulter{client: mgr.GetClient(), integration: i, opts: opts}).Complete()
 }

@@ -24,7 +24,10 @@ type defaulter struct {
 	opts        Options
 }
 
-var _ admission.CustomDefaulter = (*defaulter)(nil)
+// The untyped CustomDefaulter is deprecated, but the typed Defaulter builds
+// the object to decode from its type parameter, which here is the
+// client.Object interface of any registered framework.
+var _ admission.CustomDefaulter = (*defaulter)(nil) //nolint:staticcheck // see above
 
 // Default holds a new job for admission.
 func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {

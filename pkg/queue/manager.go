@@ -20,6 +20,16 @@ type Head struct {
 	// activations is the queue's activation count when popped: an event
 	// seen after the pop must not be lost by setting the head aside.
 	activations int64
+	// popped is the entry that was popped; Info may be a newer version.
+	popped *workload.Info
+}
+
+// Refreshed returns the head carrying a newer version of its workload,
+// one the scheduler itself just wrote, so that Requeue puts back that
+// version: the next write about it then starts from the current object.
+func (h Head) Refreshed(info *workload.Info) Head {
+	h.Info = info
+	return h
 }
 
 // RequeueReason says how a head that was not admitted goes back.
@@ -245,9 +255,27 @@ func (m *Manager) rootOf(c berthv1alpha1.CohortReference) berthv1alpha1.CohortRe
 	return c
 }
 
+// Mark is how often each queue was activated at one moment.
+type Mark map[berthv1alpha1.ClusterQueueReference]int64
+
+// Mark records the queues' activations. A cycle takes it before its
+// snapshot and passes it to Heads: an activation after the snapshot then
+// counts as news when a head goes back, even if it came before the head
+// was popped, so the head is tried again on the newer state.
+func (m *Manager) Mark() Mark {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mark := make(Mark, len(m.queues))
+	for name, q := range m.queues {
+		mark[name] = q.activations
+	}
+	return mark
+}
+
 // Heads pops the head of every queue not in skip, in queue name order.
-// Popped heads are in flight until Requeue or Done.
-func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool) []Head {
+// Popped heads are in flight until Requeue or Done. Their activations are
+// those of mark, or the current ones when mark is nil.
+func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark Mark) []Head {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	heads := make([]Head, 0, len(m.queues))
@@ -257,7 +285,14 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool) []Hea
 		}
 		if info := q.heap.pop(); info != nil {
 			q.inFlight[info.Key] = info
-			heads = append(heads, Head{Info: info, ClusterQueue: name, activations: q.activations})
+			activations := q.activations
+			if mark != nil {
+				activations = -1
+				if a, ok := mark[name]; ok {
+					activations = a
+				}
+			}
+			heads = append(heads, Head{Info: info, ClusterQueue: name, activations: activations, popped: info})
 		}
 	}
 	sort.Slice(heads, func(i, j int) bool { return heads[i].ClusterQueue < heads[j].ClusterQueue })
@@ -270,7 +305,7 @@ func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queues[h.ClusterQueue]
-	if q == nil || q.inFlight[h.Info.Key] != h.Info {
+	if q == nil || q.inFlight[h.Info.Key] != h.popped {
 		return
 	}
 	delete(q.inFlight, h.Info.Key)
@@ -292,7 +327,7 @@ func (m *Manager) Requeue(h Head, reason RequeueReason) {
 func (m *Manager) Done(h Head) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q := m.queues[h.ClusterQueue]; q != nil && q.inFlight[h.Info.Key] == h.Info {
+	if q := m.queues[h.ClusterQueue]; q != nil && q.inFlight[h.Info.Key] == h.popped {
 		delete(q.inFlight, h.Info.Key)
 		delete(m.where, h.Info.Key)
 	}

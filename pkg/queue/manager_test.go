@@ -69,7 +69,7 @@ func TestOrder(t *testing.T) {
 			}
 			var popped []string
 			for {
-				heads := m.Heads(nil)
+				heads := m.Heads(nil, nil)
 				if len(heads) == 0 {
 					break
 				}
@@ -124,7 +124,7 @@ func TestRequeue(t *testing.T) {
 			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("other").Cohort("root").Obj())
 			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("stranger").Cohort("elsewhere").Obj())
 			_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("a", "ns").Obj(), "q")
-			heads := m.Heads(nil)
+			heads := m.Heads(nil, nil)
 			if tc.eventDuringCycle {
 				m.QueueInadmissible("q")
 			}
@@ -147,7 +147,7 @@ func TestStatusOnlyUpdateDoesNotReactivate(t *testing.T) {
 	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
 	w := utiltesting.MakeWorkload("a", "ns").Obj()
 	_ = m.AddOrUpdateWorkload(w, "q")
-	m.Requeue(m.Heads(nil)[0], RequeueInadmissible)
+	m.Requeue(m.Heads(nil, nil)[0], RequeueInadmissible)
 	pendingMsg := utiltesting.MakeWorkload("a", "ns").Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
 	_ = m.AddOrUpdateWorkload(pendingMsg, "q")
 	if diff := cmp.Diff([]string{"ns/a"}, m.Inadmissible("q")); diff != "" {
@@ -160,3 +160,35 @@ func TestStatusOnlyUpdateDoesNotReactivate(t *testing.T) {
 }
 
 var cmpEmptySlice = cmp.FilterValues(func(a, b []string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())
+
+// TestActivationAfterMarkIsNotLost is the race of a cycle whose snapshot
+// predates a release of quota that happened before its heads were popped:
+// the head that did not fit on the old snapshot must be tried again.
+func TestActivationAfterMarkIsNotLost(t *testing.T) {
+	cases := map[string]struct {
+		activateAfterMark bool
+		wantOrder         []string
+		wantInadmissible  []string
+	}{
+		"no event since the mark": {wantInadmissible: []string{"ns/a"}},
+		"an event after the mark":  {activateAfterMark: true, wantOrder: []string{"ns/a"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := NewManager()
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
+			_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("a", "ns").Obj(), "q")
+			mark := m.Mark()
+			if tc.activateAfterMark {
+				m.QueueInadmissible("q")
+			}
+			m.Requeue(m.Heads(nil, mark)[0], RequeueInadmissible)
+			if diff := cmp.Diff(tc.wantOrder, m.Order("q"), cmpEmptySlice); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantInadmissible, m.Inadmissible("q"), cmpEmptySlice); diff != "" {
+				t.Errorf("inadmissible (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

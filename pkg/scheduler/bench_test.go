@@ -26,8 +26,8 @@ func (n *nopApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, _, _
 	return nil
 }
 
-func (*nopApplier) SetPending(context.Context, *berthv1alpha1.Workload, string, string) error {
-	return nil
+func (*nopApplier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, _, _ string) (*berthv1alpha1.Workload, error) {
+	return wl, nil
 }
 
 const (

@@ -44,9 +44,10 @@ type requeued struct {
 // blocked. Heads that stay pending go back to their queues at the end, so
 // that one cycle never considers a workload twice.
 func (s *Scheduler) Schedule(ctx context.Context) Stats {
+	mark := s.queues.Mark()
 	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}}
 	for {
-		heads := s.queues.Heads(c.blocked)
+		heads := s.queues.Heads(c.blocked, mark)
 		if len(heads) == 0 {
 			break
 		}
@@ -134,8 +135,10 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 	c.snap.AddWorkload(&info)
 	if err := c.applier.Admit(ctx, orig.Obj, e.assignment.Admission(e.head.ClusterQueue)); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "Admitting workload", "workload", orig.Key)
+		// The quota stays taken in this cycle's snapshot: handing it to
+		// a later head now could admit the very workloads this one
+		// preempted, and the two would take turns.
 		c.cache.ForgetWorkload(info.Key)
-		c.snap.RemoveWorkload(&info)
 		c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
 		if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 			// The head is retried next cycle; nothing may pass it.
@@ -145,15 +148,28 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 	}
 	c.queues.Done(e.head)
 	c.stats.Admitted++
+	logr.FromContextOrDiscard(ctx).V(3).Info("Workload admitted", "workload", info.Key, "clusterQueue", e.head.ClusterQueue)
 }
 
 func (c *cycle) pending(ctx context.Context, e *entry, reason, msg string, rr queue.RequeueReason) {
 	if e.cq == nil || e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.blocked[e.head.ClusterQueue] = true
 	}
-	c.requeue = append(c.requeue, requeued{e.head, rr})
+	c.setPending(ctx, e.head, reason, msg, rr)
+}
+
+// setPending writes why a head waits and sends it back to its queue with
+// the version of the workload that was written.
+func (c *cycle) setPending(ctx context.Context, h queue.Head, reason, msg string, rr queue.RequeueReason) {
 	c.stats.Pending++
-	if err := c.applier.SetPending(ctx, e.head.Info.Obj, reason, msg); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "Setting pending reason", "workload", e.head.Info.Key)
+	log := logr.FromContextOrDiscard(ctx)
+	log.V(3).Info("Workload pending", "workload", h.Info.Key, "reason", reason, "message", msg)
+	written, err := c.applier.SetPending(ctx, h.Info.Obj, reason, msg)
+	switch {
+	case err != nil:
+		log.Error(err, "Setting pending reason", "workload", h.Info.Key)
+	case written != nil && written != h.Info.Obj:
+		h = h.Refreshed(workload.NewInfo(written))
 	}
+	c.requeue = append(c.requeue, requeued{h, rr})
 }

@@ -46,9 +46,9 @@ func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, rea
 	return nil
 }
 
-func (f *fakeApplier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) error {
+func (f *fakeApplier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) (*berthv1alpha1.Workload, error) {
 	f.pending[workload.Key(wl)] = reason + ": " + msg
-	return nil
+	return wl, nil
 }
 
 // env wires a cache, a queue manager and a scheduler; pending workloads

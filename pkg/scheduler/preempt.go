@@ -55,9 +55,5 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.blocked[e.head.ClusterQueue] = true
 	}
-	c.requeue = append(c.requeue, requeued{e.head, rr})
-	c.stats.Pending++
-	if err := c.applier.SetPending(ctx, info.Obj, berthv1alpha1.ReasonPending, msg); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "Setting pending reason", "workload", info.Key)
-	}
+	c.setPending(ctx, e.head, berthv1alpha1.ReasonPending, msg, rr)
 }

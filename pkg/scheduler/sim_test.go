@@ -64,7 +64,9 @@ func (s *sim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg
 	return nil
 }
 
-func (s *sim) SetPending(context.Context, *berthv1alpha1.Workload, string, string) error { return nil }
+func (s *sim) SetPending(_ context.Context, wl *berthv1alpha1.Workload, _, _ string) (*berthv1alpha1.Workload, error) {
+	return wl, nil
+}
 
 func newSim(seed int64) *sim {
 	rng := rand.New(rand.NewSource(seed))

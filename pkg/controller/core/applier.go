@@ -61,11 +61,14 @@ func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, r
 }
 
 // SetPending records why wl waits. It writes only when the reason or the
-// message changed.
-func (a *Applier) SetPending(ctx context.Context, wl *berthv1alpha1.Workload, reason, message string) error {
+// message changed, and returns the workload as written.
+func (a *Applier) SetPending(ctx context.Context, wl *berthv1alpha1.Workload, reason, message string) (*berthv1alpha1.Workload, error) {
 	patched := wl.DeepCopy()
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, reason, message) {
-		return nil
+		return wl, nil
 	}
-	return patchStatus(ctx, a.client, wl, patched)
+	if err := patchStatus(ctx, a.client, wl, patched); err != nil {
+		return wl, err
+	}
+	return patched, nil
 }

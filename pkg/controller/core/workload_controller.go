@@ -75,23 +75,26 @@ func (r *WorkloadReconciler) forget(key string) {
 
 func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1alpha1.Workload) error {
 	key := workload.Key(wl)
+	log := ctrl.LoggerFrom(ctx)
 	if r.cache.IsAssumed(key) {
 		// The scheduler has just admitted it; this is an older version.
+		log.V(3).Info("Skipping an older version of an assumed workload")
 		return nil
 	}
 	if cq := r.cache.DeleteWorkload(key); cq != "" {
 		// It held quota until now: an eviction completed.
+		log.V(2).Info("Released the quota of a requeued workload", "clusterQueue", cq)
 		r.queues.QueueInadmissible(cq)
 	}
 	if !workload.IsActive(wl) {
 		r.queues.DeleteWorkload(key)
-		return r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, "The workload is deactivated: spec.active is false")
+		return r.setInadmissible(ctx, wl, "The workload is deactivated: spec.active is false")
 	}
 	if changed, msg, err := r.resolvePriority(ctx, wl); err != nil || changed {
 		return err
 	} else if msg != "" {
 		r.queues.DeleteWorkload(key)
-		return r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, msg)
+		return r.setInadmissible(ctx, wl, msg)
 	}
 	cq, msg, err := clusterQueueFor(ctx, r.client, wl)
 	if err != nil {
@@ -107,9 +110,15 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 	}
 	if msg != "" {
 		r.queues.DeleteWorkload(key)
-		return r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, msg)
+		return r.setInadmissible(ctx, wl, msg)
 	}
 	return nil
+}
+
+// setInadmissible says why a workload cannot be queued at all.
+func (r *WorkloadReconciler) setInadmissible(ctx context.Context, wl *berthv1alpha1.Workload, msg string) error {
+	_, err := r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, msg)
+	return err
 }
 
 // resolvePriority sets spec.priority from the workload's

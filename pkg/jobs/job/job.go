@@ -54,7 +54,9 @@ func (j *Job) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 func (j *Job) Suspend() { j.Spec.Suspend = ptr.To(true) }
 
 // PodTemplates is the Job's pod template.
-func (j *Job) PodTemplates() []*corev1.PodTemplateSpec { return []*corev1.PodTemplateSpec{&j.Spec.Template} }
+func (j *Job) PodTemplates() []*corev1.PodTemplateSpec {
+	return []*corev1.PodTemplateSpec{&j.Spec.Template}
+}
 
 // count is the number of pods the Job runs at once.
 func (j *Job) count() int32 {

@@ -39,6 +39,7 @@ func namespace(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unique("ns"), Labels: labels}}
 	mustCreate(t, ns)
+	dumpOnFailure(t, ns.Name)
 	return ns.Name
 }
 
@@ -61,8 +62,12 @@ func waitFor(t *testing.T, what string, check func(ctx context.Context) error) {
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextTimeout(ctxFor(t), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
+		err := check(ctx)
+		if ctx.Err() == nil || last == nil {
+			// An error of the poll's own deadline says nothing.
+			last = err
+		}
+		return err == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, last)
@@ -152,3 +157,45 @@ func finishJob(t *testing.T, job *batchv1.Job) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// queueFlavor is the flavor of a ClusterQueue's first resource group.
+func queueFlavor(t *testing.T, name string) string {
+	t.Helper()
+	cq := &berthv1alpha1.ClusterQueue{}
+	if err := server.Client.Get(ctxFor(t), client.ObjectKey{Name: name}, cq); err != nil {
+		t.Fatal(err)
+	}
+	return string(cq.Spec.ResourceGroups[0].Flavors[0].Name)
+}
+
+// usageIs checks a ClusterQueue's cpu usage and borrowed amount.
+func usageIs(cq *berthv1alpha1.ClusterQueue, total, borrowed string) error {
+	if len(cq.Status.FlavorsUsage) == 0 || len(cq.Status.FlavorsUsage[0].Resources) == 0 {
+		return fmt.Errorf("no usage in status %+v", cq.Status)
+	}
+	r := cq.Status.FlavorsUsage[0].Resources[0]
+	if r.Total.String() != total || r.Borrowed.String() != borrowed {
+		return fmt.Errorf("usage %s borrowed %s, want %s borrowed %s", r.Total.String(), r.Borrowed.String(), total, borrowed)
+	}
+	return nil
+}
+
+// dumpOnFailure logs the workloads of a namespace if the test fails, so
+// that a failure in CI says what state they were in.
+func dumpOnFailure(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		wls := &berthv1alpha1.WorkloadList{}
+		if err := server.Client.List(context.Background(), wls, client.InNamespace(ns)); err != nil {
+			t.Logf("listing workloads: %v", err)
+			return
+		}
+		for _, wl := range wls.Items {
+			t.Logf("workload %s: priority %v admission %+v conditions %+v", wl.Name, ptr.Deref(wl.Spec.Priority, -1), wl.Status.Admission, wl.Status.Conditions)
+		}
+	})
+}

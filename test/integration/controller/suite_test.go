@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +32,7 @@ import (
 var (
 	server *apiserver.Server
 	// managerMu serialises tests that stop and start the manager.
-	managerMu sync.Mutex
+	managerMu   sync.Mutex
 	stopManager func()
 )
 
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-5))))
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}

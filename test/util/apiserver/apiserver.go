@@ -93,6 +93,9 @@ func Start(opts ...Option) (*Server, error) {
 		// the API server running.
 		return nil, errors.Join(fmt.Errorf("starting the API server: %w", err), env.Stop())
 	}
+	// client-go's default of 5 requests a second would make the tests
+	// wait on the client rather than on the system under test.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	s := &Server{Config: cfg, env: env, Webhook: &env.WebhookInstallOptions}
 	if err := s.init(); err != nil {
 		return nil, errors.Join(err, s.Stop())
