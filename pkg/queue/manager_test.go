@@ -171,7 +171,7 @@ func TestActivationAfterMarkIsNotLost(t *testing.T) {
 		wantInadmissible  []string
 	}{
 		"no event since the mark": {wantInadmissible: []string{"ns/a"}},
-		"an event after the mark":  {activateAfterMark: true, wantOrder: []string{"ns/a"}},
+		"an event after the mark": {activateAfterMark: true, wantOrder: []string{"ns/a"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,8 +30,7 @@ import (
 
 var (
 	server *apiserver.Server
-	// managerMu serialises tests that stop and start the manager.
-	managerMu   sync.Mutex
+	// stopManager stops the running controller manager.
 	stopManager func()
 )
 
@@ -113,15 +111,6 @@ func startManager() error {
 		<-done
 	}
 	return waitForWebhook()
-}
-
-// restartManager stops the manager and starts a new one.
-func restartManager(t *testing.T) {
-	t.Helper()
-	stopManager()
-	if err := startManager(); err != nil {
-		t.Fatalf("starting a new manager: %v", err)
-	}
 }
 
 // ctrlConfig lets a restarted manager in the same process register its
