@@ -60,7 +60,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	case workload.HasQuotaReservation(wl):
 		return r.reconcileReserved(ctx, wl)
 	default:
-		return ctrl.Result{}, r.reconcilePending(ctx, wl)
+		return r.reconcilePending(ctx, wl)
 	}
 }
 
@@ -73,13 +73,18 @@ func (r *WorkloadReconciler) forget(key string) {
 	}
 }
 
-func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1alpha1.Workload) error {
+// unknownQueueRetry is how soon a workload whose ClusterQueue exists but
+// has not reached the scheduler yet (its reconciler has not run) is tried
+// again.
+const unknownQueueRetry = time.Second
+
+func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
 	key := workload.Key(wl)
 	log := ctrl.LoggerFrom(ctx)
 	if r.cache.IsAssumed(key) {
 		// The scheduler has just admitted it; this is an older version.
 		log.V(3).Info("Skipping an older version of an assumed workload")
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if cq := r.cache.DeleteWorkload(key); cq != "" {
 		// It held quota until now: an eviction completed.
@@ -88,31 +93,29 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 	}
 	if !workload.IsActive(wl) {
 		r.queues.DeleteWorkload(key)
-		return r.setInadmissible(ctx, wl, "The workload is deactivated: spec.active is false")
+		return ctrl.Result{}, r.setInadmissible(ctx, wl, "The workload is deactivated: spec.active is false")
 	}
 	if changed, msg, err := r.resolvePriority(ctx, wl); err != nil || changed {
-		return err
+		return ctrl.Result{}, err
 	} else if msg != "" {
 		r.queues.DeleteWorkload(key)
-		return r.setInadmissible(ctx, wl, msg)
+		return ctrl.Result{}, r.setInadmissible(ctx, wl, msg)
 	}
 	cq, msg, err := clusterQueueFor(ctx, r.client, wl)
 	if err != nil {
-		return err
-	}
-	if msg == "" {
-		err = r.queues.AddOrUpdateWorkload(wl, cq)
-		if errors.Is(err, queue.ErrClusterQueueNotFound) {
-			msg = fmt.Sprintf("ClusterQueue %s is not known to the scheduler yet", cq)
-		} else if err != nil {
-			return err
-		}
+		return ctrl.Result{}, err
 	}
 	if msg != "" {
 		r.queues.DeleteWorkload(key)
-		return r.setInadmissible(ctx, wl, msg)
+		return ctrl.Result{}, r.setInadmissible(ctx, wl, msg)
 	}
-	return nil
+	if err := r.queues.AddOrUpdateWorkload(wl, cq); errors.Is(err, queue.ErrClusterQueueNotFound) {
+		log.V(2).Info("ClusterQueue not known to the scheduler yet", "clusterQueue", cq)
+		return ctrl.Result{RequeueAfter: unknownQueueRetry}, nil
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
 }
 
 // setInadmissible says why a workload cannot be queued at all.

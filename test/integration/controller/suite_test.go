@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/pkg/controller/core"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
+	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -34,7 +35,7 @@ var (
 	stopManager func()
 )
 
-var integrations = []string{"batch/job"}
+var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset"}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -47,7 +48,14 @@ func run(m *testing.M) int {
 		ctrl.SetLogger(logr.Discard())
 	}
 	var err error
-	server, err = apiserver.Start(apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")))
+	jobset, err := apiserver.ModuleDir("sigs.k8s.io/jobset")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	server, err = apiserver.Start(
+		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases")),
+		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

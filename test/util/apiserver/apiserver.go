@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
@@ -160,7 +162,7 @@ func (s *Server) Kubectl(ctx context.Context, args ...string) (string, string, e
 	return stdout.String(), stderr.String(), err
 }
 
-// Scheme knows the built-in kinds and Berth's.
+// Scheme knows the built-in kinds, Berth's and JobSet's.
 func Scheme() (*k8sruntime.Scheme, error) {
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -169,5 +171,20 @@ func Scheme() (*k8sruntime.Scheme, error) {
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := jobsetapi.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	return scheme, nil
+}
+
+// ModuleDir is where the Go module path, a dependency of Berth, is in the
+// module cache: the tests install CRDs that dependencies ship.
+func ModuleDir(path string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("finding module %s: %w", path, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

@@ -1,0 +1,126 @@
+// Command berth is Berth's controller manager: the admission engine, the
+// reconcilers of Berth's kinds and the job integrations, with their
+// webhooks, metrics, health probes and leader election.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	"github.com/berth-dev/berth/pkg/config"
+	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/controller/core"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	_ "github.com/berth-dev/berth/pkg/jobs/job"
+	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	"github.com/berth-dev/berth/pkg/webhook/certs"
+)
+
+func main() {
+	var configFile string
+	flag.StringVar(&configFile, "config", "", "Path to the controller's configuration file (config.berth.dev/v1alpha1 Configuration); empty for the defaults.")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+
+	if err := run(configFile); err != nil {
+		ctrl.Log.Error(err, "Berth stopped")
+		os.Exit(1)
+	}
+}
+
+func run(configFile string) error {
+	cfg, err := config.Load(configFile)
+	if err != nil {
+		return err
+	}
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := controller.AddToScheme(scheme, cfg.Integrations.Frameworks); err != nil {
+		return err
+	}
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS, restConfig.Burst = cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst)
+
+	var certsMgr *certs.Manager
+	var tlsOpts []func(*tls.Config)
+	if ptr.Deref(cfg.InternalCertManagement.Enable, true) {
+		certsMgr = certs.New(certs.OptionsFrom(cfg))
+		tlsOpts = append(tlsOpts, certsMgr.TLSOpt)
+	}
+	mgr, err := ctrl.NewManager(restConfig, managerOptions(cfg, scheme, tlsOpts))
+	if err != nil {
+		return err
+	}
+	if err := addProbes(mgr, certsMgr); err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := controller.Setup(ctx, mgr, controllerOptions(cfg)); err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks)
+	return mgr.Start(ctx)
+}
+
+func managerOptions(cfg *configv1alpha1.Configuration, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
+		HealthProbeBindAddress:  cfg.Health.HealthProbeBindAddress,
+		LeaderElection:          ptr.Deref(cfg.LeaderElection.LeaderElect, true),
+		LeaderElectionID:        cfg.LeaderElection.ResourceName,
+		LeaderElectionNamespace: cfg.LeaderElection.ResourceNamespace,
+		// A new leader must not run a cycle on the old leader's heels.
+		LeaderElectionReleaseOnCancel: false,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    cfg.Webhook.Host,
+			Port:    int(cfg.Webhook.Port),
+			CertDir: cfg.Webhook.CertDir,
+			TLSOpts: tlsOpts,
+		}),
+	}
+}
+
+func addProbes(mgr ctrl.Manager, certsMgr *certs.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if certsMgr == nil {
+		return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
+	}
+	if err := certsMgr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up webhook certificates: %w", err)
+	}
+	return mgr.AddReadyzCheck("webhook-certs", certsMgr.Checker())
+}
+
+func controllerOptions(cfg *configv1alpha1.Configuration) controller.Options {
+	opts := controller.Options{
+		Core: core.Options{WorkloadConcurrency: 4},
+		Jobs: jobframework.Options{
+			ManageJobsWithoutQueueName: cfg.ManageJobsWithoutQueueName,
+			DefaultSchedulerName:       cfg.DefaultSchedulerName,
+		},
+		Integrations: cfg.Integrations.Frameworks,
+	}
+	if cfg.WaitForPodsReady.Enable && cfg.WaitForPodsReady.Timeout != nil {
+		opts.Core.PodsReadyTimeout = cfg.WaitForPodsReady.Timeout.Duration
+	}
+	return opts
+}

@@ -1,0 +1,138 @@
+package jobset
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+)
+
+// +kubebuilder:webhook:path=/mutate-jobset-x-k8s-io-v1alpha2-jobset,mutating=true,failurePolicy=fail,sideEffects=None,groups=jobset.x-k8s.io,resources=jobsets,verbs=create,versions=v1alpha2,name=mjobset.berth.dev,admissionReviewVersions=v1
+
+func init() {
+	jobframework.Register(&jobframework.Integration{
+		Name:        "jobset.x-k8s.io/jobset",
+		GVK:         jobsetapi.GroupVersion.WithKind("JobSet"),
+		NewJob:      func() jobframework.GenericJob { return &JobSet{} },
+		Wrap:        wrap,
+		AddToScheme: jobsetapi.AddToScheme,
+	})
+}
+
+func wrap(obj client.Object) (jobframework.GenericJob, error) {
+	js, ok := obj.(*jobsetapi.JobSet)
+	if !ok {
+		return nil, fmt.Errorf("not a JobSet: %T", obj)
+	}
+	return (*JobSet)(js), nil
+}
+
+// JobSet is a JobSet as Berth sees it.
+type JobSet jobsetapi.JobSet
+
+var (
+	_ jobframework.GenericJob          = (*JobSet)(nil)
+	_ jobframework.JobWithPodTemplates = (*JobSet)(nil)
+)
+
+// Object is the JobSet.
+func (j *JobSet) Object() client.Object { return (*jobsetapi.JobSet)(j) }
+
+// IsSuspended reports whether spec.suspend is true.
+func (j *JobSet) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
+
+// Suspend sets spec.suspend.
+func (j *JobSet) Suspend() { j.Spec.Suspend = ptr.To(true) }
+
+// PodTemplates are the pod templates of the replicated jobs.
+func (j *JobSet) PodTemplates() []*corev1.PodTemplateSpec {
+	out := make([]*corev1.PodTemplateSpec, 0, len(j.Spec.ReplicatedJobs))
+	for i := range j.Spec.ReplicatedJobs {
+		out = append(out, &j.Spec.ReplicatedJobs[i].Template.Spec.Template)
+	}
+	return out
+}
+
+// podsPerJob is the number of pods one Job of a replicated job runs at once.
+func podsPerJob(spec *batchv1.JobSpec) int32 {
+	n := ptr.Deref(spec.Parallelism, 1)
+	if c := spec.Completions; c != nil && *c < n {
+		n = *c
+	}
+	return n
+}
+
+// PodSets is one podset per replicated job.
+func (j *JobSet) PodSets() ([]berthv1alpha1.PodSet, error) {
+	if len(j.Spec.ReplicatedJobs) > 8 {
+		return nil, fmt.Errorf("a JobSet admitted by Berth has at most 8 replicated jobs, this one has %d", len(j.Spec.ReplicatedJobs))
+	}
+	out := make([]berthv1alpha1.PodSet, 0, len(j.Spec.ReplicatedJobs))
+	for i := range j.Spec.ReplicatedJobs {
+		rj := &j.Spec.ReplicatedJobs[i]
+		out = append(out, berthv1alpha1.PodSet{
+			Name:     rj.Name,
+			Count:    max(rj.Replicas, 1) * podsPerJob(&rj.Template.Spec),
+			Template: *rj.Template.Spec.Template.DeepCopy(),
+		})
+	}
+	return out, nil
+}
+
+// RunWithPodSetsInfo unsuspends the JobSet with each replicated job's
+// scheduling directives.
+func (j *JobSet) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
+	if len(infos) != len(j.Spec.ReplicatedJobs) {
+		return fmt.Errorf("the JobSet has %d replicated jobs, got %d podsets", len(j.Spec.ReplicatedJobs), len(infos))
+	}
+	j.Spec.Suspend = ptr.To(false)
+	for i := range j.Spec.ReplicatedJobs {
+		jobframework.ApplyToTemplate(&j.Spec.ReplicatedJobs[i].Template.Spec.Template, infos[i])
+	}
+	return nil
+}
+
+// RestorePodSetsInfo puts back the original scheduling directives.
+func (j *JobSet) RestorePodSetsInfo(infos []jobframework.PodSetInfo) bool {
+	if len(infos) != len(j.Spec.ReplicatedJobs) {
+		return false
+	}
+	changed := false
+	for i := range j.Spec.ReplicatedJobs {
+		changed = jobframework.ApplyToTemplate(&j.Spec.ReplicatedJobs[i].Template.Spec.Template, infos[i]) || changed
+	}
+	return changed
+}
+
+// Finished reports whether the JobSet completed or failed.
+func (j *JobSet) Finished() (bool, bool, string) {
+	if c := meta.FindStatusCondition(j.Status.Conditions, string(jobsetapi.JobSetCompleted)); c != nil && c.Status == "True" {
+		return true, true, "JobSet completed"
+	}
+	if c := meta.FindStatusCondition(j.Status.Conditions, string(jobsetapi.JobSetFailed)); c != nil && c.Status == "True" {
+		return true, false, "JobSet failed: " + c.Message
+	}
+	return false, false, ""
+}
+
+// PodsReady reports whether every Job of every replicated job is ready
+// or done.
+func (j *JobSet) PodsReady() bool {
+	ready := map[string]int32{}
+	for _, s := range j.Status.ReplicatedJobsStatus {
+		ready[s.Name] = s.Ready + s.Succeeded
+	}
+	for _, rj := range j.Spec.ReplicatedJobs {
+		if ready[rj.Name] < rj.Replicas {
+			return false
+		}
+	}
+	return true
+}

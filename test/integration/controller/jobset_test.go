@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+func replicatedJob(name string, replicas, parallelism int32) jobsetapi.ReplicatedJob {
+	return jobsetapi.ReplicatedJob{
+		Name:     name,
+		Replicas: replicas,
+		Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(parallelism),
+			Completions: ptr.To(parallelism),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+				}}},
+			}},
+		}},
+	}
+}
+
+func TestJobSetAdmittedAsOneWorkload(t *testing.T) {
+	ns, _ := queueSetup(t, "5", nil)
+	js := &jobsetapi.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns, Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}},
+		Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{
+			replicatedJob("driver", 1, 1),
+			replicatedJob("workers", 2, 2),
+		}},
+	}
+	mustCreate(t, js)
+
+	wl := &berthv1alpha1.Workload{}
+	waitFor(t, "the JobSet's workload admitted", func(ctx context.Context) error {
+		cur := &jobsetapi.JobSet{}
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(js), cur); err != nil {
+			return err
+		}
+		key := client.ObjectKey{Namespace: ns, Name: jobframework.WorkloadName(jobsetapi.GroupVersion.WithKind("JobSet"), cur.Name, string(cur.UID))}
+		if err := server.Client.Get(ctx, key, wl); err != nil {
+			return err
+		}
+		return admitted(wl)
+	})
+	counts := map[string]int32{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		counts[psa.Name] = ptr.Deref(psa.Count, 0)
+	}
+	if diff := cmp.Diff(map[string]int32{"driver": 1, "workers": 4}, counts); diff != "" {
+		t.Errorf("admitted podsets (-want +got):\n%s", diff)
+	}
+	running := &jobsetapi.JobSet{}
+	waitFor(t, "the JobSet running", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(js), running); err != nil {
+			return err
+		}
+		if ptr.Deref(running.Spec.Suspend, true) {
+			return fmt.Errorf("still suspended")
+		}
+		return nil
+	})
+	for _, rj := range running.Spec.ReplicatedJobs {
+		if got := rj.Template.Spec.Template.Labels[berthv1alpha1.PodSetLabel]; got != rj.Name {
+			t.Errorf("replicated job %s: podset label %q", rj.Name, got)
+		}
+	}
+
+	waitFor(t, "completing the JobSet", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(js), running); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&running.Status.Conditions, metav1.Condition{Type: string(jobsetapi.JobSetCompleted), Status: metav1.ConditionTrue, Reason: "AllJobsCompleted", Message: "done"})
+		return server.Client.Status().Update(ctx, running)
+	})
+	waitFor(t, "the workload finished", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl); err != nil {
+			return err
+		}
+		if !workload.IsFinished(wl) {
+			return fmt.Errorf("not finished: %v", wl.Status.Conditions)
+		}
+		return nil
+	})
+}
