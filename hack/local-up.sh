@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Starts the local cluster: etcd, kube-apiserver, kube-controller-manager and
 # kube-scheduler built from source, kwok running the simulated nodes of
-# config/local/nodes.yaml, with Berth's CRDs and validation policy
-# installed. Idempotent: a cluster that is already up is kept.
+# config/local/nodes.yaml, Berth's and JobSet's CRDs, Berth's validation
+# policy and webhooks, and the Berth controller as a local process.
+# Idempotent: a cluster that is already up is kept; the Berth controller is
+# rebuilt and restarted.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +32,7 @@ else
 		--kube-scheduler-binary "$K8S_BIN/kube-scheduler" \
 		--kwok-controller-binary "$BIN/kwok" \
 		--kubeconfig "$KUBECONFIG" \
+		--config "$ROOT/config/local/stages.yaml" \
 		--wait 120s >"$OUT/kwokctl-create.log" 2>&1 || {
 		cat "$OUT/kwokctl-create.log" >&2
 		exit 1
@@ -37,13 +40,25 @@ else
 	"${KUBECTL[@]}" config use-context "kwok-$CLUSTER" >/dev/null
 fi
 
-echo "local-up: applying the nodes, Berth's CRDs and validation policy"
+echo "local-up: applying the nodes, the CRDs, the validation policy and the webhooks"
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/nodes.yaml" >/dev/null
+JOBSET_CRDS=$(cd "$ROOT" && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases
 # Server-side: the Workload CRD is larger than client-side apply's annotation.
-"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$ROOT/config/crd/bases" >/dev/null
-"${KUBECTL[@]}" wait --for=condition=Established --timeout=60s -f "$ROOT/config/crd/bases" >/dev/null
+for crds in "$ROOT/config/crd/bases" "$JOBSET_CRDS"; do
+	"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
+	"${KUBECTL[@]}" wait --for=condition=Established --timeout=60s -f "$crds" >/dev/null
+done
 "${KUBECTL[@]}" apply --server-side --force-conflicts -f "$ROOT/config/validation" >/dev/null
-"${KUBECTL[@]}" wait --for=condition=Ready --timeout=60s node --all >/dev/null
+"${KUBECTL[@]}" apply -f "$ROOT/config/local/webhooks.yaml" >/dev/null
+"${KUBECTL[@]}" create namespace berth-system --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
+# kubectl wait gives up on a node that has no conditions yet; retry.
+for i in $(seq 60); do
+	"${KUBECTL[@]}" wait --for=condition=Ready --timeout=30s node --all >/dev/null 2>&1 && break
+	[[ $i == 60 ]] && { echo "local-up: the nodes did not become ready" >&2; exit 1; }
+	sleep 1
+done
+
+"$ROOT/hack/local-berth.sh"
 
 echo "local-up: the cluster is up; logs are under ${OUT#"$ROOT"/}/kwok/clusters/$CLUSTER/logs"
 echo "export KUBECONFIG=$KUBECONFIG"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# (Re)starts the Berth controller of the local cluster as a local process,
+# built from this tree, and waits until its webhooks answer.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$ROOT/_output/local/berth
+export KUBECONFIG=$ROOT/_output/local/kubeconfig
+KUBECTL=("$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG")
+mkdir -p "$OUT"
+
+echo "local-up: building and starting the Berth controller"
+(cd "$ROOT" && go build -o bin/berth ./cmd/berth)
+if [[ -f $OUT/pid ]]; then
+	kill "$(cat "$OUT/pid")" 2>/dev/null || true
+	while kill -0 "$(cat "$OUT/pid")" 2>/dev/null; do sleep 0.2; done
+fi
+(cd "$ROOT" && exec nohup bin/berth --config config/local/berth.yaml >>"$OUT/berth.log" 2>&1) &
+echo $! >"$OUT/pid"
+
+# Ready when a queued Job is held by the webhook: the controller runs, has
+# written its CA into the webhook configuration and serves the webhook.
+probe='{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"probe","namespace":"default","labels":{"berth.dev/queue-name":"probe"}},
+"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}'
+for _ in $(seq 120); do
+	if suspend=$(echo "$probe" | "${KUBECTL[@]}" create --dry-run=server -o jsonpath='{.spec.suspend}' -f - 2>/dev/null) && [[ $suspend == true ]]; then
+		echo "local-up: the Berth controller is up; its log is _output/local/berth/berth.log"
+		exit 0
+	fi
+	if ! kill -0 "$(cat "$OUT/pid")" 2>/dev/null; then
+		tail -20 "$OUT/berth.log" >&2
+		echo "local-up: the Berth controller exited" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+tail -20 "$OUT/berth.log" >&2
+echo "local-up: the Berth controller's webhook did not answer within 60s" >&2
+exit 1
