@@ -1,41 +1,98 @@
 #!/usr/bin/env bash
-# The newcomer's first command: starts the local cluster, installs Berth's
-# API, applies config/samples and shows what kubectl reports. It leaves the
-# cluster up.
+# The newcomer's first command: starts the local cluster with Berth, applies
+# config/samples and walks through admission, borrowing, reclaim by
+# preemption and a waiting job, printing what kubectl shows at each step.
+# It leaves the cluster up.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export KUBECONFIG=$ROOT/_output/local/kubeconfig
 kubectl() { "$ROOT/bin/k8s/kubectl" "$@"; }
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+show() { echo "\$ kubectl $*"; kubectl "$@"; }
+
+# job NAME QUEUE PRIORITY PODS GPUS_PER_POD submits a GPU job that runs two
+# minutes once admitted.
+job() {
+	kubectl apply -f - >/dev/null <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+  namespace: default
+  labels: {berth.dev/queue-name: $2, berth.dev/priority-class: $3}
+spec:
+  parallelism: $4
+  completions: $4
+  template:
+    metadata:
+      annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "120s"}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.example/$1:latest
+        resources:
+          requests: {cpu: "4", memory: 32Gi, nvidia.com/gpu: "$5"}
+          limits: {nvidia.com/gpu: "$5"}
+YAML
+	echo "submitted job $1: $4 pods x $5 GPUs to queue $2, priority $3"
+}
+
+# wait_for JOB CONDITION waits until the job's Workload has the condition.
+wait_for() {
+	local wl
+	for _ in $(seq 60); do
+		wl=$(kubectl get wl -o jsonpath="{.items[?(@.metadata.ownerReferences[0].name==\"$1\")].metadata.name}")
+		if [[ -n $wl ]] && [[ $(kubectl get wl "$wl" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}") == True ]]; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	echo "demo: job $1 did not reach $2" >&2
+	return 1
+}
+
+# why JOB prints why the job's Workload waits.
+why() {
+	local wl
+	wl=$(kubectl get wl -o jsonpath="{.items[?(@.metadata.ownerReferences[0].name==\"$1\")].metadata.name}")
+	echo "$1 waits: $(kubectl get wl "$wl" -o jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].message}')"
+}
 
 "$ROOT/hack/local-up.sh"
+kubectl delete jobs --all -n default --wait=false >/dev/null 2>&1 || true
 
 step "The simulated nodes"
-kubectl get nodes -L gpu.berth.dev/family,node.berth.dev/pool
+show get nodes -L gpu.berth.dev/family,node.berth.dev/pool
 
-step "Applying config/samples: a flavor, a ClusterQueue, a LocalQueue, a priority class and a Job"
+step "Applying config/samples: flavors, two teams' ClusterQueues in a cohort, LocalQueues, priority classes and a Job"
 kubectl apply -f "$ROOT/config/samples"
+wait_for train-resnet Admitted
+sleep 1
+show get cq,lq,wl
+show get pods -o wide
 
-step "kubectl get cq,lq,rf,wpc"
-kubectl get cq,lq,rf,wpc
+step "Team A borrows team B's idle H100s: a 16-GPU sweep on a queue with 8 of its 16 GPUs in use"
+job sweep training research 8 2
+wait_for sweep Admitted
+sleep 1.5
+show get cq
+echo "team-a H100 GPUs in use and borrowed: $(kubectl get cq team-a -o jsonpath='{.status.flavorsUsage[0].resources[2]}')"
 
-step "The API server refuses a ClusterQueue that borrows without a cohort"
-kubectl apply -f - <<'YAML' || true
-apiVersion: berth.dev/v1alpha1
-kind: ClusterQueue
-metadata:
-  name: lonely
-spec:
-  resourceGroups:
-  - coveredResources: ["nvidia.com/gpu"]
-    flavors:
-    - name: h100
-      resources:
-      - name: nvidia.com/gpu
-        nominalQuota: 8
-        borrowingLimit: 4
-YAML
+step "Team B needs its H100s back: serving reclaims them by preempting the borrower"
+job serve inference production 8 2
+wait_for serve Admitted
+sleep 2
+show get events --field-selector reason=Preempted -o custom-columns='WORKLOAD:.regarding.name,MESSAGE:.note'
+echo "The preempted sweep went back to its queue and was admitted again on A100s, where team A has quota of its own:"
+show get wl -o custom-columns='NAME:.metadata.name,QUEUE:.spec.queueName,GPU FLAVOR:.status.admission.podSetAssignments[0].flavors.nvidia\.com/gpu,ADMITTED:.status.conditions[?(@.type=="Admitted")].status,PREEMPTED:.status.conditions[?(@.type=="Preempted")].reason'
+
+step "A job larger than anything free waits, and says why in numbers"
+job giant training research 12 8
+sleep 2
+why giant
+show get cq,lq,wl
 
 step "The cluster is up"
 echo "Use it:   export KUBECONFIG=$KUBECONFIG"

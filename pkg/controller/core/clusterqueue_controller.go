@@ -61,9 +61,8 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		controllerutil.RemoveFinalizer(cq, ResourceInUseFinalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Update(ctx, cq))
 	}
-	orig := cq.DeepCopy()
 	if setClusterQueueStatus(cq, st) {
-		return ctrl.Result{}, r.client.Status().Patch(ctx, cq, client.MergeFrom(orig))
+		return ctrl.Result{}, writeStatus(ctx, r.client, cq, cq.Status)
 	}
 	return ctrl.Result{}, nil
 }

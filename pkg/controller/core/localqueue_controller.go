@@ -60,7 +60,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.setStatus(ctx, lq); err != nil || equality.Semantic.DeepEqual(orig.Status, lq.Status) {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.client.Status().Patch(ctx, lq, client.MergeFrom(orig))
+	return ctrl.Result{}, writeStatus(ctx, r.client, lq, lq.Status)
 }
 
 func (r *LocalQueueReconciler) setStatus(ctx context.Context, lq *berthv1alpha1.LocalQueue) error {
