@@ -84,7 +84,7 @@ step "Team B needs its H100s back: serving reclaims them by preempting the borro
 job serve inference production 8 2
 wait_for serve Admitted
 sleep 2
-show get events --field-selector reason=Preempted -o custom-columns='WORKLOAD:.regarding.name,MESSAGE:.note'
+show get events --field-selector reason=Preempted -o custom-columns='WORKLOAD:.involvedObject.name,MESSAGE:.message'
 echo "The preempted sweep went back to its queue and was admitted again on A100s, where team A has quota of its own:"
 show get wl -o custom-columns='NAME:.metadata.name,QUEUE:.spec.queueName,GPU FLAVOR:.status.admission.podSetAssignments[0].flavors.nvidia\.com/gpu,ADMITTED:.status.conditions[?(@.type=="Admitted")].status,PREEMPTED:.status.conditions[?(@.type=="Preempted")].reason'
 
