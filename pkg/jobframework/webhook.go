@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,7 +58,9 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 		return err
 	}
 	for _, t := range withTemplates.PodTemplates() {
-		if t.Spec.SchedulerName == "" {
+		// The API server has defaulted an empty name to default-scheduler
+		// before webhooks run, so that one counts as unset too.
+		if t.Spec.SchedulerName == "" || t.Spec.SchedulerName == corev1.DefaultSchedulerName {
 			t.Spec.SchedulerName = name
 		}
 	}
