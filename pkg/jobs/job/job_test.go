@@ -1,0 +1,99 @@
+package job
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/berth-dev/berth/pkg/jobframework"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+)
+
+func TestPodSets(t *testing.T) {
+	cases := map[string]struct {
+		job          *batchv1.Job
+		wantCount    int32
+		wantMinCount *int32
+		wantErr      bool
+	}{
+		"parallelism": {job: utiltesting.MakeJob("j", "ns").Parallelism(4).Obj(), wantCount: 4},
+		"fewer completions than pods": {job: func() *batchv1.Job {
+			j := utiltesting.MakeJob("j", "ns").Parallelism(4).Obj()
+			j.Spec.Completions = ptr.To[int32](2)
+			return j
+		}(), wantCount: 2},
+		"partial admission":  {job: utiltesting.MakeJob("j", "ns").Parallelism(4).MinParallelism(2).Obj(), wantCount: 4, wantMinCount: ptr.To[int32](2)},
+		"min equal to count": {job: utiltesting.MakeJob("j", "ns").Parallelism(4).MinParallelism(4).Obj(), wantCount: 4},
+		"min above count":    {job: utiltesting.MakeJob("j", "ns").Parallelism(2).MinParallelism(3).Obj(), wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := (*Job)(tc.job).PodSets()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff([2]any{tc.wantCount, tc.wantMinCount}, [2]any{got[0].Count, got[0].MinCount}); diff != "" {
+				t.Errorf("count and minCount (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRunAndRestore(t *testing.T) {
+	orig := utiltesting.MakeJob("j", "ns").Parallelism(4).Obj()
+	orig.Spec.Suspend = ptr.To(true)
+	orig.Spec.Template.Spec.NodeSelector = map[string]string{"zone": "a"}
+	job := (*Job)(orig.DeepCopy())
+	admitted := jobframework.PodSetInfo{
+		Name: "main", Count: 3,
+		NodeSelector: map[string]string{"zone": "a", "gpu.berth.dev/family": "h100"},
+		Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+		Labels:       map[string]string{"berth.dev/workload": "wl"},
+	}
+	if err := job.RunWithPodSetsInfo([]jobframework.PodSetInfo{admitted}); err != nil {
+		t.Fatal(err)
+	}
+	if job.IsSuspended() || ptr.Deref(job.Spec.Parallelism, 0) != 3 {
+		t.Errorf("running job: suspended %v, parallelism %d; want running with 3", job.IsSuspended(), ptr.Deref(job.Spec.Parallelism, 0))
+	}
+	if diff := cmp.Diff(admitted.NodeSelector, job.Spec.Template.Spec.NodeSelector); diff != "" {
+		t.Errorf("nodeSelector (-want +got):\n%s", diff)
+	}
+	job.Suspend()
+	original := jobframework.PodSetInfo{Name: "main", Count: 4, NodeSelector: map[string]string{"zone": "a"}}
+	if !job.RestorePodSetsInfo([]jobframework.PodSetInfo{original}) {
+		t.Error("restore reported no change")
+	}
+	if diff := cmp.Diff(orig.Spec, job.Spec); diff != "" {
+		t.Errorf("restored spec (-want +got):\n%s", diff)
+	}
+}
+
+func TestFinished(t *testing.T) {
+	cases := map[string]struct {
+		conditions    []batchv1.JobCondition
+		wantFinished  bool
+		wantSucceeded bool
+	}{
+		"running":        {},
+		"complete":       {conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}, wantFinished: true, wantSucceeded: true},
+		"failed":         {conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}, wantFinished: true},
+		"suspended only": {conditions: []batchv1.JobCondition{{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := utiltesting.MakeJob("j", "ns").Obj()
+			j.Status.Conditions = tc.conditions
+			finished, succeeded, _ := (*Job)(j).Finished()
+			if diff := cmp.Diff([2]bool{tc.wantFinished, tc.wantSucceeded}, [2]bool{finished, succeeded}); diff != "" {
+				t.Errorf("finished, succeeded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
