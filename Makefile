@@ -72,7 +72,7 @@ build: ## Build Berth's binaries into bin/.
 ##@ Testing
 
 .PHONY: test
-test: verify lint test-unit test-integration ## Run every check and test.
+test: verify lint test-unit test-integration test-e2e ## Run every check and test.
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests.
@@ -82,3 +82,7 @@ test-unit: ## Run the unit tests.
 test-integration: ## Run the integration tests against a real kube-apiserver.
 	@hack/toolchain.sh etcd kube
 	go test $(GO_TEST_FLAGS) -count=1 -v ./test/integration/...
+
+.PHONY: test-e2e
+test-e2e: ## Run the end-to-end tests with kubectl against the local cluster (started and stopped if not up).
+	hack/e2e.sh

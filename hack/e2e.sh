@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs the end-to-end tests against the local cluster: starts it if it is
+# not up, and stops it afterwards if it started it.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KUBECONFIG=$ROOT/_output/local/kubeconfig
+was_up=false
+if [[ -f $KUBECONFIG ]] && "$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG" get --raw /readyz >/dev/null 2>&1; then
+	was_up=true
+fi
+finish() {
+	local rc=$?
+	if [[ $rc != 0 ]]; then
+		echo "e2e: failed; the last lines of the Berth controller's log:" >&2
+		tail -40 "$ROOT/_output/local/berth/berth.log" >&2 || true
+	fi
+	if [[ $was_up == false ]]; then
+		"$ROOT/hack/local-down.sh"
+	fi
+	exit $rc
+}
+trap finish EXIT
+
+"$ROOT/hack/local-up.sh"
+cd "$ROOT"
+go test -count=1 -v -timeout 20m ./test/e2e/

@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	root       = repoRoot()
+	kubeconfig = filepath.Join(root, "_output", "local", "kubeconfig")
+	seq        atomic.Int32
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func TestMain(m *testing.M) {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: no local cluster; run make local-up (make test-e2e does)")
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// kubectl runs the real kubectl against the local cluster.
+func kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// apply applies YAML and fails the test on error.
+func apply(t *testing.T, yaml string) {
+	t.Helper()
+	if _, err := kubectl(t.Context(), yaml, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// get reads a jsonpath of an object, "" when it does not exist.
+func get(ctx context.Context, args ...string) string {
+	out, err := kubectl(ctx, "", append([]string{"get"}, args...)...)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// eventually polls check until it returns nil or the timeout passes.
+func eventually(t *testing.T, what string, timeout time.Duration, check func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = check(ctx); last == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// env is a test's own namespace and names.
+type env struct {
+	t  *testing.T
+	ns string
+	id int32
+}
+
+// newEnv creates a namespace that is deleted with everything in it when
+// the test ends.
+func newEnv(t *testing.T) *env {
+	id := seq.Add(1)
+	e := &env{t: t, ns: fmt.Sprintf("e2e-%d-%d", os.Getpid()%10000, id), id: id}
+	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+e.ns+"\n")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = kubectl(ctx, "", "delete", "namespace", e.ns, "--wait=true")
+	})
+	return e
+}
+
+// name makes a cluster-scoped name unique to the test.
+func (e *env) name(base string) string { return fmt.Sprintf("%s-%s", base, e.ns) }
+
+// clusterScoped applies a cluster-scoped object and deletes it at the end.
+func (e *env) clusterScoped(kind, name, yaml string) {
+	apply(e.t, yaml)
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = kubectl(ctx, "", "delete", kind, name, "--wait=false")
+	})
+}
