@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -19,22 +18,7 @@ import (
 var server *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	if server, err = apiserver.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := server.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	fmt.Printf("integration: running against a real kube-apiserver %s at %s\n", server.Version, server.Config.Host)
-	return m.Run()
+	os.Exit(apiserver.RunSuite(m, &server, nil))
 }
 
 func testContext(t *testing.T) context.Context {

@@ -2,7 +2,6 @@ package certs
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -14,21 +13,7 @@ import (
 var server *apiserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	if server, err = apiserver.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := server.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	return m.Run()
+	os.Exit(apiserver.RunSuite(m, &server, nil))
 }
 
 func testContext(t *testing.T) context.Context {

@@ -38,40 +38,20 @@ var (
 var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset"}
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-5))))
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	var err error
 	jobset, err := apiserver.ModuleDir("sigs.k8s.io/jobset")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.Exit(1)
 	}
-	server, err = apiserver.Start(
+	os.Exit(apiserver.RunSuite(m, &server,
+		func() (func(), error) { return func() { stopManager() }, startManager() },
 		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases")),
-		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := server.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	fmt.Printf("integration: running against a real kube-apiserver %s at %s\n", server.Version, server.Config.Host)
-	if err := startManager(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { stopManager() }()
-	return m.Run()
+		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook"))))
 }
 
 // startManager runs a new controller manager, as a new process of Berth
