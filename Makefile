@@ -61,9 +61,10 @@ verify: ## Regenerate everything and fail on any difference.
 	hack/verify.sh
 
 .PHONY: lint
-lint: ## Run golangci-lint.
+lint: ## Run golangci-lint on every module.
 	@hack/toolchain.sh golangci-lint
 	$(GOLANGCI_LINT) run ./...
+	cd cmd/berth-scheduler && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yaml ./...
 
 .PHONY: build
 build: ## Build Berth's binaries into bin/.
@@ -75,8 +76,9 @@ build: ## Build Berth's binaries into bin/.
 test: verify lint test-unit test-integration test-e2e ## Run every check and test.
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests.
+test-unit: ## Run the unit tests of every module.
 	go test $(GO_TEST_FLAGS) ./apis/... ./pkg/...
+	cd cmd/berth-scheduler && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-integration
 test-integration: ## Run the integration tests against a real kube-apiserver.

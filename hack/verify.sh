@@ -7,7 +7,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 make --no-print-directory generate manifests
 go mod tidy
-for mod in hack/tools/*/; do (cd "$mod" && go mod tidy); done
+for mod in hack/tools/*/ cmd/berth-scheduler/; do
+	[[ -f $mod/go.mod ]] && (cd "$mod" && go mod tidy)
+done
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 if [[ -n $unformatted ]]; then
 	echo "verify: gofmt would change:" >&2
