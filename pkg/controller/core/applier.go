@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/scheduler"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -45,7 +46,11 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 			workload.SetCondition(patched, typ, metav1.ConditionFalse, berthv1alpha1.ReasonAdmitted, msg)
 		}
 	}
-	return patchStatus(ctx, a.client, wl, patched)
+	if err := patchStatus(ctx, a.client, wl, patched); err != nil {
+		return err
+	}
+	metrics.AdmittedWorkloads.WithLabelValues(string(admission.ClusterQueue)).Inc()
+	return nil
 }
 
 // Preempt evicts victim to make room for another workload.
@@ -57,6 +62,9 @@ func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, r
 		return err
 	}
 	a.recorder.Eventf(victim, nil, corev1.EventTypeNormal, berthv1alpha1.ReasonPreempted, "Preempt", "%s", message)
+	if adm := victim.Status.Admission; adm != nil {
+		metrics.PreemptedWorkloads.WithLabelValues(string(adm.ClusterQueue), reason).Inc()
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/queue"
 )
 
@@ -99,6 +100,7 @@ func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
 	delete(r.synced, name)
 	r.mu.Unlock()
 	r.cache.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
+	metrics.ClusterQueueDeleted(name)
 	r.queues.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
 	if err := requeueWorkloadsOf(ctx, r.client, r.notifier, name); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Requeueing the workloads of a deleted ClusterQueue", "clusterQueue", name)
@@ -125,6 +127,8 @@ func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.Cl
 	// Quota is reserved and the workload admitted in one write, so the two
 	// counts are the same.
 	st.reserving, st.admitted = int32(n), int32(n)
+	metrics.PendingWorkloads.WithLabelValues(cq.Name).Set(float64(st.pending))
+	metrics.AdmittedActiveWorkloads.WithLabelValues(cq.Name).Set(float64(n))
 	return st, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -162,6 +163,7 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 		return ctrl.Result{}, err
 	}
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Evict", "%s", msg)
+	metrics.EvictedWorkloads.WithLabelValues(string(wl.Status.Admission.ClusterQueue), reason).Inc()
 	return ctrl.Result{}, nil
 }
 

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -65,6 +67,10 @@ func TestJobLifecycle(t *testing.T) {
 		}
 		return nil
 	})
+
+	if got := testutil.ToFloat64(metrics.AdmittedWorkloads.WithLabelValues(cqName)); got != 1 {
+		t.Errorf("berth_admitted_workloads_total{cluster_queue=%q} = %v, want 1", cqName, got)
+	}
 
 	finishJob(t, job)
 	workloadOf(t, job, "the workload finished", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
