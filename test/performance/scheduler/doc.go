@@ -1,0 +1,32 @@
+// Package scheduler is Berth's admission benchmark: the scenario of
+// Kueue's scheduler performance test, run against a real kube-apiserver
+// and etcd with the Berth controller manager as a separate process.
+//
+// A config (configs/*.yaml) describes cohorts of ClusterQueues and, per
+// ClusterQueue, sets of workloads created at a fixed interval. The
+// generator expands it into objects and a creation schedule; the runner
+// creates them over the API, the recorder watches Workloads, records every
+// admission and marks each admitted workload Finished runtimeMs after its
+// admission was observed, as a job integration would when the job ends.
+//
+// Times, all taken on the runner's monotonic clock:
+//   - start: just before the first Workload is created.
+//   - creation of a workload: just before its create request is sent.
+//   - admission: when the watch event with Admitted=True arrives.
+//   - finish: when the patch setting Finished=True returned.
+//   - wallMs: from start to the last finish.
+//   - time to admission: from creation to the admission that the workload
+//     finished after (a preempted workload is timed to its last admission).
+//
+// Two lower bounds come with every run, so that wallMs reads as a ratio:
+// scenarioBoundMs, what the scenario allows with unlimited API speed
+// (per cohort, the later of the last creation plus its runtime and the
+// cohort's work divided by its capacity; see ScenarioBound), and apiBoundMs,
+// the three writes per workload (create, admit, finish) at the API server's
+// write rate measured on this machine by a calibration phase before the run.
+//
+// The pure parts (config, generator, bounds, summary) are unit tested; the
+// runner needs the envtest binaries in bin/k8s and bin/berth and is driven
+// by cmd/perf and hack/perf.sh. This package must not import Berth's
+// controller packages: the controller is measured as a black box.
+package scheduler

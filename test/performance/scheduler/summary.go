@@ -1,0 +1,185 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Summary is what a run reports, written to summary.json.
+type Summary struct {
+	Config    string  `json:"config"`
+	Scale     float64 `json:"scale"`
+	Workloads int     `json:"workloads"`
+
+	WallMs             int64   `json:"wallMs"`
+	ScenarioBoundMs    int64   `json:"scenarioBoundMs"`
+	APIBoundMs         int64   `json:"apiBoundMs"`
+	APIWritesPerSecond float64 `json:"apiWritesPerSecond"`
+	LowerBoundMs       int64   `json:"lowerBoundMs"`
+	// Ratio is WallMs / LowerBoundMs: 1 is as fast as any system can be.
+	Ratio float64 `json:"ratio"`
+
+	// Classes is the time to admission per workload class.
+	Classes map[string]Stats `json:"classes"`
+	// UsagePercent is the quota in use over the nominal quota of all
+	// ClusterQueues, averaged over the wall time.
+	UsagePercent        float64 `json:"usagePercent"`
+	Admissions          int     `json:"admissions"`
+	Evictions           int     `json:"evictions"`
+	AdmissionsPerSecond float64 `json:"admissionsPerSecond"`
+
+	Controller Controller         `json:"controller"`
+	Processes  map[string]Process `json:"processes,omitempty"`
+}
+
+// Stats are a distribution's figures in milliseconds.
+type Stats struct {
+	Count int     `json:"count"`
+	AvgMs float64 `json:"avgMs"`
+	P50Ms float64 `json:"p50Ms"`
+	P95Ms float64 `json:"p95Ms"`
+	MaxMs float64 `json:"maxMs"`
+}
+
+// Controller is what the Berth controller process cost.
+type Controller struct {
+	Process
+	// Writes are the API writes it sent (POST, PUT, PATCH, DELETE).
+	Writes             int64            `json:"writes"`
+	WritesByVerb       map[string]int64 `json:"writesByVerb"`
+	WritesPerAdmission float64          `json:"writesPerAdmission"`
+}
+
+// Process is what one process cost, from /proc.
+type Process struct {
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	MaxRSSBytes int64   `json:"maxRssBytes"`
+}
+
+// Period is quota held from Start to End, relative to the run's start.
+type Period struct {
+	Start, End time.Duration
+	Milli      int64
+}
+
+// NewStats summarises durations; the zero Stats for none.
+func NewStats(ds []time.Duration) Stats {
+	if len(ds) == 0 {
+		return Stats{}
+	}
+	ms := make([]float64, len(ds))
+	var sum float64
+	for i, d := range ds {
+		ms[i] = float64(d) / float64(time.Millisecond)
+		sum += ms[i]
+	}
+	sort.Float64s(ms)
+	return Stats{
+		Count: len(ms),
+		AvgMs: round(sum / float64(len(ms))),
+		P50Ms: round(Percentile(ms, 50)),
+		P95Ms: round(Percentile(ms, 95)),
+		MaxMs: round(ms[len(ms)-1]),
+	}
+}
+
+// Percentile is the nearest-rank p-th percentile of sorted values: the
+// smallest value that at least p percent of the values do not exceed.
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// UsagePercent is the time average, over [0, window), of the quota the
+// periods hold, as a percentage of nominalMilli. Parts of periods outside
+// the window do not count.
+func UsagePercent(periods []Period, window time.Duration, nominalMilli int64) float64 {
+	if window <= 0 || nominalMilli <= 0 {
+		return 0
+	}
+	var integral float64 // milli-cpu x ns
+	for _, p := range periods {
+		start, end := max(p.Start, 0), min(p.End, window)
+		if end > start {
+			integral += float64(p.Milli) * float64(end-start)
+		}
+	}
+	return round(100 * integral / (float64(nominalMilli) * float64(window)))
+}
+
+// Target is one figure a run should reach.
+type Target struct {
+	Name  string
+	Max   bool // the figure must be at most Limit, else at least
+	Limit float64
+	Get   func(*Summary) (float64, bool)
+}
+
+// BaselineTargets are the baseline's goals from issue 6.
+var BaselineTargets = []Target{
+	{Name: "ratio", Max: true, Limit: 1.25, Get: func(s *Summary) (float64, bool) { return s.Ratio, true }},
+	{Name: "classes.large.avgMs", Max: true, Limit: 5000, Get: func(s *Summary) (float64, bool) {
+		c, ok := s.Classes["large"]
+		return c.AvgMs, ok
+	}},
+	{Name: "usagePercent", Limit: 80, Get: func(s *Summary) (float64, bool) { return s.UsagePercent, true }},
+	{Name: "controller.writesPerAdmission", Max: true, Limit: 2, Get: func(s *Summary) (float64, bool) { return s.Controller.WritesPerAdmission, true }},
+	{Name: "controller.cpuSeconds", Max: true, Limit: 15, Get: func(s *Summary) (float64, bool) { return s.Controller.CPUSeconds, true }},
+}
+
+// Check returns a sentence per target that s misses.
+func Check(s *Summary, targets []Target) []string {
+	var misses []string
+	for _, t := range targets {
+		v, ok := t.Get(s)
+		switch {
+		case !ok:
+			misses = append(misses, fmt.Sprintf("%s: missing from the summary", t.Name))
+		case t.Max && v > t.Limit:
+			misses = append(misses, fmt.Sprintf("%s is %v, above the target of at most %v", t.Name, v, t.Limit))
+		case !t.Max && v < t.Limit:
+			misses = append(misses, fmt.Sprintf("%s is %v, below the target of at least %v", t.Name, v, t.Limit))
+		}
+	}
+	if s.Scale != 1 {
+		misses = append(misses, fmt.Sprintf("scale is %v: the targets are for the full scenario (scale 1)", s.Scale))
+	}
+	return slices.Clip(misses)
+}
+
+// WriteSummary writes s as indented JSON to dir/summary.json.
+func WriteSummary(dir string, s *Summary) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "summary.json")
+	return path, os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadSummary reads a summary.json.
+func ReadSummary(path string) (*Summary, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+func round(v float64) float64 { return math.Round(v*100) / 100 }

@@ -1,0 +1,119 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPercentile(t *testing.T) {
+	ten := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	cases := map[string]struct {
+		sorted []float64
+		p      float64
+		want   float64
+	}{
+		"median of ten is the fifth":  {sorted: ten, p: 50, want: 5},
+		"p95 of ten is the tenth":     {sorted: ten, p: 95, want: 10},
+		"p0 is the smallest":          {sorted: ten, p: 0, want: 1},
+		"p100 is the largest":         {sorted: ten, p: 100, want: 10},
+		"one value is every quantile": {sorted: []float64{7}, p: 95, want: 7},
+		"none":                        {sorted: nil, p: 50, want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Percentile(tc.sorted, tc.p)); diff != "" {
+				t.Errorf("Percentile() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewStats(t *testing.T) {
+	ms := time.Millisecond
+	cases := map[string]struct {
+		in   []time.Duration
+		want Stats
+	}{
+		"unsorted input":  {in: []time.Duration{30 * ms, 10 * ms, 20 * ms, 40 * ms}, want: Stats{Count: 4, AvgMs: 25, P50Ms: 20, P95Ms: 40, MaxMs: 40}},
+		"sub-millisecond": {in: []time.Duration{1500 * time.Microsecond}, want: Stats{Count: 1, AvgMs: 1.5, P50Ms: 1.5, P95Ms: 1.5, MaxMs: 1.5}},
+		"none":            {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, NewStats(tc.in)); diff != "" {
+				t.Errorf("NewStats() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUsagePercent(t *testing.T) {
+	s := time.Second
+	cases := map[string]struct {
+		periods []Period
+		window  time.Duration
+		nominal int64
+		want    float64
+	}{
+		"full quota all the time": {periods: []Period{{0, 10 * s, 4000}}, window: 10 * s, nominal: 4000, want: 100},
+		"half the quota half the time": {
+			periods: []Period{{0, 5 * s, 2000}}, window: 10 * s, nominal: 4000, want: 25,
+		},
+		"overlapping periods add up": {
+			periods: []Period{{0, 10 * s, 1000}, {2 * s, 4 * s, 3000}}, window: 10 * s, nominal: 4000, want: 40,
+		},
+		"parts outside the window do not count": {
+			periods: []Period{{-2 * s, 2 * s, 4000}, {8 * s, 12 * s, 4000}}, window: 10 * s, nominal: 4000, want: 40,
+		},
+		"borrowing shows above 100": {periods: []Period{{0, 10 * s, 6000}}, window: 10 * s, nominal: 4000, want: 150},
+		"an empty window":           {periods: []Period{{0, 10 * s, 6000}}, nominal: 4000},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, UsagePercent(tc.periods, tc.window, tc.nominal)); diff != "" {
+				t.Errorf("UsagePercent() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	good := func() *Summary {
+		return &Summary{
+			Scale: 1, Ratio: 1.1, UsagePercent: 85, Classes: map[string]Stats{"large": {AvgMs: 3000}},
+			Controller: Controller{Process: Process{CPUSeconds: 10}, WritesPerAdmission: 1.5},
+		}
+	}
+	cases := map[string]struct {
+		edit func(*Summary)
+		want []string
+	}{
+		"every target met": {edit: func(*Summary) {}},
+		"slow and wasteful": {
+			edit: func(s *Summary) { s.Ratio, s.UsagePercent, s.Controller.WritesPerAdmission = 1.5, 60, 3 },
+			want: []string{
+				"ratio is 1.5, above the target of at most 1.25",
+				"usagePercent is 60, below the target of at least 80",
+				"controller.writesPerAdmission is 3, above the target of at most 2",
+			},
+		},
+		"no large class and a scaled run": {
+			edit: func(s *Summary) { s.Classes, s.Scale = nil, 0.1 },
+			want: []string{
+				"classes.large.avgMs: missing from the summary",
+				"scale is 0.1: the targets are for the full scenario (scale 1)",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := good()
+			tc.edit(s)
+			if diff := cmp.Diff(tc.want, Check(s, BaselineTargets)); diff != "" {
+				t.Errorf("Check() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
