@@ -15,9 +15,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
-	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"github.com/berth-dev/berth/cmd/berth-scheduler/internal/podset"
 )
@@ -130,7 +130,7 @@ func TestPermit(t *testing.T) {
 					time.Sleep(tc.gap)
 				}
 				pod := byName[name]
-				_, status := fw.RunPermitPlugins(ctx, framework.NewCycleState(), pod, "node")
+				status := permit(ctx, fw, pod)
 				gotCodes = append(gotCodes, status.Code())
 				if status.IsWait() {
 					waited = append(waited, pod)
@@ -159,7 +159,7 @@ func TestUnreserveRejectsWaitingMembers(t *testing.T) {
 	otherPeer := member("o2", "ns", "eval", "workers").Obj()
 	fw := newFramework(t, time.Minute, a, b, c, other, otherPeer)
 	for _, pod := range []*corev1.Pod{a, b, other} {
-		if _, status := fw.RunPermitPlugins(ctx, framework.NewCycleState(), pod, "node"); !status.IsWait() {
+		if status := permit(ctx, fw, pod); !status.IsWait() {
 			t.Fatalf("Permit of %s: got %v, want Wait", pod.Name, status)
 		}
 	}
@@ -230,6 +230,16 @@ func newFramework(t *testing.T, timeout time.Duration, pods ...*corev1.Pod) fram
 		t.Fatal(err)
 	}
 	return fw
+}
+
+// permit does what the scheduler's scheduling cycle does at Permit: run the
+// plugins, and make the pod a waiting pod when they say Wait.
+func permit(ctx context.Context, fw framework.Framework, pod *corev1.Pod) *fwk.Status {
+	waitTime, status := fw.RunPermitPlugins(ctx, framework.NewCycleState(), pod, "node")
+	if status.IsWait() {
+		fw.AddWaitingPod(pod, waitTime)
+	}
+	return status
 }
 
 // afterPermit says, without blocking, whether each pod that got Wait is
