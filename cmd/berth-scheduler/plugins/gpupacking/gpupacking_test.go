@@ -153,8 +153,8 @@ func TestScoreTiers(t *testing.T) {
 		node gpuNode
 		gpus int64
 	}{
-		"no GPUs":                           {gpus: 1, node: gpuNode{}, want: fwk.MinNodeScore},
-		"not enough free":                   {gpus: 2, node: gpuNode{Allocatable: 8, Requested: 7}, want: fwk.MinNodeScore},
+		"no GPUs":                           {gpus: 1, node: gpuNode{}, want: fwk.MinScore},
+		"not enough free":                   {gpus: 2, node: gpuNode{Allocatable: 8, Requested: 7}, want: fwk.MinScore},
 		"fills another workload's node":     {gpus: 1, node: gpuNode{Allocatable: 8, Requested: 7}, want: otherMax},
 		"lowest of its own workload":        {gpus: 1, node: gpuNode{Allocatable: 64, RunsWorkload: true}, want: workloadMin},
 		"fills its own workload's node":     {gpus: 4, node: gpuNode{Allocatable: 8, Requested: 4, RunsWorkload: true}, want: workloadMax},

@@ -7,10 +7,10 @@ import (
 // Score ranges of the two tiers, see the package documentation. The tiers do
 // not overlap, so running the same workload always wins over packing.
 const (
-	otherMin    = fwk.MinNodeScore + 1
-	otherMax    = fwk.MaxNodeScore/2 - 1
-	workloadMin = fwk.MaxNodeScore / 2
-	workloadMax = fwk.MaxNodeScore
+	otherMin    = fwk.MinScore + 1
+	otherMax    = fwk.MaxScore/2 - 1
+	workloadMin = fwk.MaxScore / 2
+	workloadMax = fwk.MaxScore
 )
 
 // gpuNode is what the score needs to know about a node.
@@ -28,7 +28,7 @@ type gpuNode struct {
 func score(want int64, n gpuNode) int64 {
 	free := n.Allocatable - n.Requested
 	if n.Allocatable <= 0 || free < want {
-		return fwk.MinNodeScore
+		return fwk.MinScore
 	}
 	lo, hi := otherMin, otherMax
 	if n.RunsWorkload {
