@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned tools Berth needs from the Go module proxy into bin/.
 #
-#   hack/toolchain.sh [kube|etcd|kwok|controller-gen|golangci-lint|all]...
+#   hack/toolchain.sh [kube|berth-scheduler|etcd|kwok|controller-gen|golangci-lint|all]...
 #
 # Each tool is rebuilt only when its pins change: a stamp under bin/.stamps
 # records the hash of what it was built from. No release binaries or images
@@ -60,6 +60,19 @@ build_kube() {
 	stamp kube
 }
 
+# build_berth_scheduler builds kube-scheduler with Berth's plugins from its
+# own module. Its inputs are the module's files rather than pins, so the stamp
+# hashes go.mod, go.sum and every .go file with its path.
+build_berth_scheduler() {
+	local mod=$ROOT/cmd/berth-scheduler files
+	mapfile -t files < <(cd "$mod" && find . -name '*.go' -type f | LC_ALL=C sort)
+	if fresh berth-scheduler "$KUBE_VERSION" "${files[@]}" \
+		"$(cd "$mod" && filehash go.mod go.sum "${files[@]}")"; then return; fi
+	log "building berth-scheduler (kube-scheduler $KUBE_VERSION with Berth's plugins)"
+	(cd "$mod" && go build -trimpath -ldflags "$(kube_ldflags)" -o "$BIN/berth-scheduler" .)
+	stamp berth-scheduler
+}
+
 build_etcd() {
 	local mod=$ROOT/hack/tools/etcd
 	if fresh etcd "$(filehash "$mod/go.mod" "$mod/go.sum" "$mod/main.go")"; then return; fi
@@ -89,11 +102,12 @@ main() {
 	for t in "${targets[@]}"; do
 		case $t in
 		kube) build_kube ;;
+		berth-scheduler) build_berth_scheduler ;;
 		etcd) build_etcd ;;
 		kwok) build_kwok ;;
 		controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 		golangci-lint) go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;
-		all) main etcd kube kwok controller-gen golangci-lint ;;
+		all) main etcd kube berth-scheduler kwok controller-gen golangci-lint ;;
 		*) log "unknown tool $t"; return 2 ;;
 		esac
 	done

@@ -15,6 +15,12 @@
 // Pods that request no GPU skip the plugin (PreScore returns Skip), which is
 // the same as giving every node the same score.
 //
+// The plugin does not implement SignPlugin on purpose: placing one pod of a
+// workload changes the scores of the next (its node joins the first tier and
+// gets fuller), so the scheduler must not reuse one pod's node ranking for
+// the next, which is what opportunistic batching does for pods with equal
+// signatures.
+//
 // The package reads only the scheduler's snapshot, through the NodeInfo the
 // framework passes to Score; it keeps no state between scheduling cycles.
 package gpupacking
