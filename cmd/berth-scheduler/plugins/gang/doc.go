@@ -17,6 +17,14 @@
 //
 // Pods without both labels pass Permit at once.
 //
+// Counting the pods that exist, rather than a size written on the pods, has
+// two known limits. A controller that creates a gang's pods in batches (the
+// Job controller does) can let the first pods through before it creates the
+// rest; a pod-level size set by the Berth controller at admission would close
+// that gap and needs an API addition. And waiting pods are judged again only
+// when another member reaches Permit: if a member is deleted instead, the
+// others wait for the timeout and then retry as a whole.
+//
 // The package must not write to the API: it only reads the pod lister and
 // the framework's waiting pods.
 package gang
