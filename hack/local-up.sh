@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts the local cluster: etcd, kube-apiserver, kube-controller-manager and
-# kube-scheduler built from source, kwok running the simulated nodes of
+# Berth's scheduler (kube-scheduler with Berth's plugins) built from source, kwok running the simulated nodes of
 # config/local/nodes.yaml, Berth's and JobSet's CRDs, Berth's validation
 # policy and webhooks, and the Berth controller as a local process.
 # Idempotent: a cluster that is already up is kept; the Berth controller is
@@ -16,7 +16,7 @@ export KWOK_WORKDIR=$OUT/kwok
 export KUBECONFIG=$OUT/kubeconfig
 KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG")
 
-"$ROOT/hack/toolchain.sh" etcd kube kwok
+"$ROOT/hack/toolchain.sh" etcd kube kwok berth-scheduler
 mkdir -p "$OUT"
 
 if "${KUBECTL[@]}" get --raw /readyz >/dev/null 2>&1; then
@@ -29,7 +29,8 @@ else
 		--etcd-binary "$K8S_BIN/etcd" \
 		--kube-apiserver-binary "$K8S_BIN/kube-apiserver" \
 		--kube-controller-manager-binary "$K8S_BIN/kube-controller-manager" \
-		--kube-scheduler-binary "$K8S_BIN/kube-scheduler" \
+		--kube-scheduler-binary "$BIN/berth-scheduler" \
+		--kube-scheduler-config "$ROOT/config/scheduler/scheduler-config.yaml" \
 		--kwok-controller-binary "$BIN/kwok" \
 		--kubeconfig "$KUBECONFIG" \
 		--config "$ROOT/config/local/stages.yaml" \

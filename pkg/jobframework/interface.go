@@ -43,4 +43,6 @@ type PodSetInfo struct {
 	Tolerations []corev1.Toleration
 	// Labels are the template's labels.
 	Labels map[string]string
+	// Annotations are the template's annotations.
+	Annotations map[string]string
 }

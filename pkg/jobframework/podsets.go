@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -41,6 +42,11 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 			return nil, fmt.Errorf("admission of workload %s has no assignment for podset %s", wl.Name, ps.Name)
 		}
 		info.Count = ptr.Deref(psa.Count, ps.Count)
+		info.Annotations = maps.Clone(info.Annotations)
+		if info.Annotations == nil {
+			info.Annotations = map[string]string{}
+		}
+		info.Annotations[berthv1alpha1.PodSetSizeAnnotation] = strconv.Itoa(int(info.Count))
 		info.NodeSelector = maps.Clone(info.NodeSelector)
 		info.Tolerations = slices.Clone(info.Tolerations)
 		for _, name := range distinctFlavors(psa.Flavors) {
@@ -76,6 +82,7 @@ func originalInfo(ps *berthv1alpha1.PodSet) PodSetInfo {
 		NodeSelector: ps.Template.Spec.NodeSelector,
 		Tolerations:  ps.Template.Spec.Tolerations,
 		Labels:       ps.Template.Labels,
+		Annotations:  ps.Template.Annotations,
 	}
 }
 
@@ -108,15 +115,17 @@ func appendMissing(have, add []corev1.Toleration) []corev1.Toleration {
 	return have
 }
 
-// ApplyToTemplate sets a pod template's node selector, tolerations and
-// labels to info's. Frameworks call it from RunWithPodSetsInfo and
-// RestorePodSetsInfo; it reports whether the template changed.
+// ApplyToTemplate sets a pod template's node selector, tolerations,
+// labels and annotations to info's. Frameworks call it from
+// RunWithPodSetsInfo and RestorePodSetsInfo; it reports whether the
+// template changed.
 func ApplyToTemplate(t *corev1.PodTemplateSpec, info PodSetInfo) bool {
 	changed := !maps.Equal(t.Spec.NodeSelector, info.NodeSelector) ||
 		!equality.Semantic.DeepEqual(t.Spec.Tolerations, info.Tolerations) ||
-		!maps.Equal(t.Labels, info.Labels)
+		!maps.Equal(t.Labels, info.Labels) || !maps.Equal(t.Annotations, info.Annotations)
 	t.Spec.NodeSelector = maps.Clone(info.NodeSelector)
 	t.Spec.Tolerations = slices.Clone(info.Tolerations)
 	t.Labels = maps.Clone(info.Labels)
+	t.Annotations = maps.Clone(info.Annotations)
 	return changed
 }

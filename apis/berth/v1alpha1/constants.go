@@ -22,6 +22,11 @@ const (
 	// PodSetLabel is set on the pods of an admitted job to the name of
 	// their podset.
 	PodSetLabel = "berth.dev/podset"
+
+	// PodSetSizeAnnotation is set on the pods of an admitted job to the
+	// number of pods admitted for their podset, so that the scheduler's
+	// gang placement knows the size of a gang before all its pods exist.
+	PodSetSizeAnnotation = "berth.dev/podset-size"
 )
 
 // Condition types of a ClusterQueue and a LocalQueue.

@@ -1,6 +1,8 @@
 package podset
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -14,6 +16,9 @@ const (
 	// PodSetLabel is set on the pods of an admitted job to the name of
 	// their podset.
 	PodSetLabel = "berth.dev/podset"
+	// SizeAnnotation is set on the pods of an admitted job to the number of
+	// pods admitted for their podset (PodSetSizeAnnotation).
+	SizeAnnotation = "berth.dev/podset-size"
 )
 
 // Key names the gang a pod belongs to: the pods of one podset of one
@@ -44,4 +49,12 @@ func KeyOf(pod *corev1.Pod) (Key, bool) {
 // whatever its podset.
 func SameWorkload(pod *corev1.Pod, namespace, workload string) bool {
 	return pod.Namespace == namespace && workload != "" && pod.Labels[WorkloadLabel] == workload
+}
+
+// Size is the number of pods admitted for pod's podset, from its
+// annotation; false when the annotation is missing or not a positive
+// number.
+func Size(pod *corev1.Pod) (int, bool) {
+	n, err := strconv.Atoi(pod.Annotations[SizeAnnotation])
+	return n, err == nil && n > 0
 }

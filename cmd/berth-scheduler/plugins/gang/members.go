@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/berth-dev/berth/cmd/berth-scheduler/internal/podset"
 )
 
 // progress says how far a gang is from being complete.
@@ -22,16 +24,28 @@ func (p progress) complete() bool { return p.Placed >= p.Expected }
 // now. members are the pods with the gang's labels from the pod lister;
 // waiting are the UIDs of members waiting at Permit. The pod itself counts
 // even when the lister has not seen it yet.
+//
+// Until one member is bound, the gang is at least as large as the size
+// annotation says: the Job controller creates a gang's pods in batches, and
+// the first ones must not go ahead alone. Once the gang runs, pods that
+// replace finished members only wait for the live ones.
 func countProgress(pod *corev1.Pod, members []*corev1.Pod, waiting sets.Set[types.UID]) progress {
 	p := progress{Expected: 1, Placed: 1}
+	started := false
 	for _, m := range members {
 		if m.UID == pod.UID || !live(m) {
 			continue
 		}
 		p.Expected++
+		if m.Spec.NodeName != "" {
+			started = true
+		}
 		if m.Spec.NodeName != "" || waiting.Has(m.UID) {
 			p.Placed++
 		}
+	}
+	if size, ok := podset.Size(pod); ok && !started && size > p.Expected {
+		p.Expected = size
 	}
 	return p
 }

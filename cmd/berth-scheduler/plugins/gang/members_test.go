@@ -7,15 +7,31 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/berth-dev/berth/cmd/berth-scheduler/internal/podset"
 )
 
 func TestCountProgress(t *testing.T) {
 	self := worker("self").Obj()
+	sized := worker("self").Obj()
+	sized.Annotations = map[string]string{podset.SizeAnnotation: "4"}
 	cases := map[string]struct {
+		pod     *corev1.Pod
 		members []*corev1.Pod
 		waiting sets.Set[types.UID]
 		want    progress
 	}{
+		"the size annotation counts pods not created yet": {
+			pod:     sized,
+			members: []*corev1.Pod{sized, worker("w").Obj()},
+			waiting: sets.New[types.UID]("w"),
+			want:    progress{Expected: 4, Placed: 2},
+		},
+		"a running gang waits only for its live members": {
+			pod:     sized,
+			members: []*corev1.Pod{sized, worker("bound").Node("n1").Obj()},
+			want:    progress{Expected: 2, Placed: 2},
+		},
 		"alone, not yet in the lister": {
 			want: progress{Expected: 1, Placed: 1},
 		},
@@ -40,7 +56,11 @@ func TestCountProgress(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := countProgress(self, tc.members, tc.waiting)
+			pod := tc.pod
+			if pod == nil {
+				pod = self
+			}
+			got := countProgress(pod, tc.members, tc.waiting)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("countProgress() (-want +got):\n%s", diff)
 			}
