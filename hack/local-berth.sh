@@ -15,7 +15,8 @@ if [[ -f $OUT/pid ]]; then
 	kill "$(cat "$OUT/pid")" 2>/dev/null || true
 	while kill -0 "$(cat "$OUT/pid")" 2>/dev/null; do sleep 0.2; done
 fi
-(cd "$ROOT" && exec nohup bin/berth --config config/local/berth.yaml >>"$OUT/berth.log" 2>&1) &
+# BERTH_LOG_LEVEL=3 logs every scheduling decision.
+(cd "$ROOT" && exec nohup bin/berth --config config/local/berth.yaml --zap-log-level="${BERTH_LOG_LEVEL:-info}" >>"$OUT/berth.log" 2>&1) &
 echo $! >"$OUT/pid"
 
 # Ready when a queued Job is held by the webhook: the controller runs, has

@@ -25,6 +25,10 @@ type Cache struct {
 	t       *tree // nil when stale
 	byKey   map[string]*workload.Info
 	assumed map[string]bool
+	// evicting are the workloads the scheduler told to stop. The mark
+	// outlives updates until the quota is released: the informers may
+	// still deliver versions of the workload from before the eviction.
+	evicting map[string]bool
 }
 
 // New returns an empty Cache.
@@ -36,8 +40,9 @@ func New() *Cache {
 			flavors:       map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor{},
 			states:        map[berthv1alpha1.ClusterQueueReference]*cqState{},
 		},
-		byKey:   map[string]*workload.Info{},
-		assumed: map[string]bool{},
+		byKey:    map[string]*workload.Info{},
+		assumed:  map[string]bool{},
+		evicting: map[string]bool{},
 	}
 }
 
@@ -103,7 +108,13 @@ func (c *Cache) AddOrUpdateWorkload(wl *berthv1alpha1.Workload) bool {
 	defer c.mu.Unlock()
 	c.remove(info.Key)
 	if info.ClusterQueue == "" || workload.IsFinished(wl) {
+		delete(c.evicting, info.Key)
 		return false
+	}
+	if c.evicting[info.Key] && !info.Evicting {
+		cp := *info
+		cp.Evicting = true
+		info = &cp
 	}
 	c.add(info)
 	return true
@@ -115,12 +126,22 @@ func (c *Cache) AddOrUpdateWorkload(wl *berthv1alpha1.Workload) bool {
 func (c *Cache) DeleteWorkload(key string) berthv1alpha1.ClusterQueueReference {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.evicting, key)
 	info, ok := c.byKey[key]
 	if !ok {
 		return ""
 	}
 	c.remove(key)
 	return info.ClusterQueue
+}
+
+// HoldsQuota reports whether the workload with key holds quota now,
+// confirmed or assumed.
+func (c *Cache) HoldsQuota(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.byKey[key]
+	return ok
 }
 
 // IsAssumed reports whether the scheduler admitted the workload with key
@@ -141,6 +162,7 @@ func (c *Cache) AssumeWorkload(info *workload.Info) error {
 	if _, ok := c.byKey[info.Key]; ok {
 		return ErrAlreadyHoldsQuota
 	}
+	delete(c.evicting, info.Key)
 	c.add(info)
 	c.assumed[info.Key] = true
 	return nil
@@ -157,13 +179,17 @@ func (c *Cache) ForgetWorkload(key string) {
 }
 
 // MarkEvicting records that the workload with key was told to stop, until
-// the controllers report its new state. Preemptors then wait for its quota
-// instead of preempting more.
+// its quota is released. Preemptors then wait for its quota instead of
+// preempting more.
 func (c *Cache) MarkEvicting(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	info, ok := c.byKey[key]
-	if !ok || info.Evicting {
+	if !ok {
+		return
+	}
+	c.evicting[key] = true
+	if info.Evicting {
 		return
 	}
 	cp := *info

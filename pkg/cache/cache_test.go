@@ -161,3 +161,32 @@ func TestClusterQueueUsage(t *testing.T) {
 		t.Errorf("usage, borrowed, workloads (-want +got):\n%s", diff)
 	}
 }
+
+// TestEvictingOutlivesStaleVersions: after the scheduler preempts a
+// workload, the informers may still deliver a version from before the
+// eviction; the workload must stay marked as evicting, or a preemptor
+// would pick yet another victim, until its quota is released.
+func TestEvictingOutlivesStaleVersions(t *testing.T) {
+	c := New()
+	c.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("a").ResourceGroup(utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", "8").Obj()).Obj())
+	running := utiltesting.MakeWorkload("w", "ns").Request(1, "nvidia.com/gpu", "8").AdmittedIn("a", "h100").Obj()
+	c.AddOrUpdateWorkload(running)
+	c.MarkEvicting("ns/w")
+	evicting := func() bool {
+		for _, info := range c.Snapshot().ClusterQueues["a"].Workloads() {
+			return info.Evicting
+		}
+		return false
+	}
+	c.AddOrUpdateWorkload(running.DeepCopy())
+	if !evicting() {
+		t.Error("a stale version of the workload cleared its evicting mark")
+	}
+	if cq := c.DeleteWorkload("ns/w"); cq != "a" {
+		t.Errorf("DeleteWorkload = %q, want a", cq)
+	}
+	c.AddOrUpdateWorkload(running.DeepCopy())
+	if evicting() {
+		t.Error("a workload admitted again after its quota was released is still marked evicting")
+	}
+}

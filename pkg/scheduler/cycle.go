@@ -104,9 +104,16 @@ func (c *cycle) process(ctx context.Context, e *entry) {
 		return
 	}
 	if c.snap.Contains(e.head.ClusterQueue, info.Key) {
-		// Already holds quota: a stale queue entry. Admitting it twice
-		// would double its usage.
-		c.queues.Done(e.head)
+		if c.cache.HoldsQuota(info.Key) {
+			// Already holds quota: a stale queue entry. Admitting it
+			// twice would double its usage.
+			c.queues.Done(e.head)
+			return
+		}
+		// It released its quota after this cycle's snapshot was taken
+		// (an eviction completed) and was queued again: try it on a
+		// fresh snapshot rather than drop it.
+		c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
 		return
 	}
 	if e.cq.TreeGeneration() != e.generation {

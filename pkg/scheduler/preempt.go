@@ -19,6 +19,11 @@ import (
 func (c *cycle) preempt(ctx context.Context, e *entry) {
 	info := e.head.Info
 	targets := preemption.FindTargets(c.snap, e.cq, info, e.assignment)
+	if log := logr.FromContextOrDiscard(ctx).V(3); log.Enabled() {
+		for _, t := range targets {
+			log.Info("Preemption target", "preemptor", info.Key, "target", t.Info.Key, "evicting", t.Info.Evicting, "reason", t.Reason)
+		}
+	}
 	if len(targets) == 0 {
 		msg := "The workload does not fit, and no workload may be preempted to make room: " + e.assignment.Message()
 		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueInadmissible)
