@@ -61,7 +61,7 @@ why() {
 }
 
 "$ROOT/hack/local-up.sh"
-kubectl delete jobs --all -n default --wait=false >/dev/null 2>&1 || true
+kubectl delete jobs,events --all -n default --wait=false >/dev/null 2>&1 || true
 
 step "The simulated nodes"
 show get nodes -L gpu.berth.dev/family,node.berth.dev/pool
