@@ -88,3 +88,17 @@ test-integration: ## Run the integration tests against a real kube-apiserver.
 .PHONY: test-e2e
 test-e2e: ## Run the end-to-end tests with kubectl against the local cluster (started and stopped if not up).
 	hack/e2e.sh
+
+##@ Performance
+
+.PHONY: perf
+perf: ## Run the scheduler benchmark's baseline (15,000 workloads); summary in _output/perf/baseline.
+	hack/perf.sh baseline
+
+.PHONY: perf-large
+perf-large: ## Run the scheduler benchmark's large scenario (50,000 workloads); summary in _output/perf/large.
+	hack/perf.sh large
+
+.PHONY: perf-check
+perf-check: ## Fail when the last baseline summary misses the benchmark's targets.
+	go run ./test/performance/scheduler/cmd/perf check

@@ -1,0 +1,101 @@
+// Command perf runs Berth's scheduler benchmark (see package
+// test/performance/scheduler) and checks a summary against the targets.
+//
+//	perf run --config configs/baseline.yaml [--scale 0.1]
+//	perf check [--summary _output/perf/baseline/summary.json]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/berth-dev/berth/test/performance/scheduler"
+	"github.com/berth-dev/berth/test/util/apiserver"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: perf run|check [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = run(os.Args[2:])
+	case "check":
+		err = check(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q: want run or check", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "perf:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	root := apiserver.RepoRoot()
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	config := fs.String("config", filepath.Join(root, "test/performance/scheduler/configs/baseline.yaml"), "The scenario.")
+	scale := fs.Float64("scale", 1, "Fraction of each workload set to create, for quick checks; the targets are for 1.")
+	berth := fs.String("berth", filepath.Join(root, "bin", "berth"), "The controller binary.")
+	out := fs.String("out", "", "Output directory; default _output/perf/<config name>.")
+	workers := fs.Int("calibration-workers", 32, "Parallel clients of the calibration.")
+	calibration := fs.Duration("calibration", 5*time.Second, "How long the calibration writes.")
+	creators := fs.Int("creators", 64, "Workloads created at once.")
+	timeout := fs.Duration("timeout", 15*time.Minute, "Longest the scenario may take.")
+	_ = fs.Parse(args)
+	ctrl.SetLogger(zap.New())
+
+	cfg, err := scheduler.LoadConfig(*config)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSuffix(filepath.Base(*config), filepath.Ext(*config))
+	if *out == "" {
+		*out = scheduler.SummaryDir(root, name)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sum, runErr := scheduler.Run(ctx, scheduler.Options{
+		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
+		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Timeout: *timeout,
+	})
+	if sum == nil {
+		return runErr
+	}
+	path, err := scheduler.WriteSummary(*out, sum)
+	if err != nil {
+		return err
+	}
+	data, _ := os.ReadFile(path)
+	fmt.Printf("%s\n%s", path, data)
+	return runErr
+}
+
+func check(args []string) error {
+	fs := flag.NewFlagSet("check", flag.ExitOnError)
+	path := fs.String("summary", filepath.Join(scheduler.SummaryDir(apiserver.RepoRoot(), "baseline"), "summary.json"), "The summary to check.")
+	_ = fs.Parse(args)
+	sum, err := scheduler.ReadSummary(*path)
+	if err != nil {
+		return err
+	}
+	misses := scheduler.Check(sum, scheduler.BaselineTargets)
+	if len(misses) > 0 {
+		return fmt.Errorf("%s misses %d of the baseline targets:\n  %s", *path, len(misses), strings.Join(misses, "\n  "))
+	}
+	fmt.Printf("%s meets every baseline target (ratio %v, large avg %v ms, usage %v%%, %v writes per admission, %v cpu s)\n",
+		*path, sum.Ratio, sum.Classes["large"].AvgMs, sum.UsagePercent, sum.Controller.WritesPerAdmission, sum.Controller.CPUSeconds)
+	return nil
+}

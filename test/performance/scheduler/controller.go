@@ -1,0 +1,155 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// controllerConfig is the controller's default configuration with what a
+// process beside the API server needs: its listeners on free loopback
+// ports, its certificates in its own directory, and no job framework,
+// since the perf API server has no Job or JobSet kinds to run.
+const controllerConfig = `apiVersion: config.berth.dev/v1alpha1
+kind: Configuration
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: 127.0.0.1:%d
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+integrations:
+  frameworks: []
+`
+
+// ControllerProcess is a running Berth controller manager process.
+type ControllerProcess struct {
+	cmd *exec.Cmd
+	// exited is closed when the process has ended, with exitErr set.
+	exited     chan struct{}
+	exitErr    error
+	metricsURL string
+	readyzURL  string
+	// Log is the path of its standard output and error.
+	Log string
+}
+
+// StartController starts binary against kubeconfig, with its files in dir,
+// and waits until it is ready.
+func StartController(ctx context.Context, binary, kubeconfig, dir string) (*ControllerProcess, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "controller_config.yaml")
+	cfg := fmt.Sprintf(controllerConfig, ports[0], ports[1], ports[2], filepath.Join(dir, "certs"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	c := &ControllerProcess{
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
+		readyzURL:  fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0]),
+		Log:        filepath.Join(dir, "controller.log"),
+		exited:     make(chan struct{}),
+	}
+	log, err := os.Create(c.Log)
+	if err != nil {
+		return nil, err
+	}
+	c.cmd = exec.Command(binary, "--config", cfgPath)
+	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	c.cmd.Stdout, c.cmd.Stderr = log, log
+	if err := c.cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	}
+	go func() {
+		c.exitErr = c.cmd.Wait()
+		_ = log.Close()
+		close(c.exited)
+	}()
+	if err := c.waitReady(ctx); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	return c, nil
+}
+
+func (c *ControllerProcess) waitReady(ctx context.Context) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-c.exited:
+			return false, fmt.Errorf("the controller exited: %v; see %s", c.exitErr, c.Log)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.readyzURL, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the controller to be ready: %w", err)
+	}
+	return nil
+}
+
+// Pid is the controller's process id.
+func (c *ControllerProcess) Pid() int { return c.cmd.Process.Pid }
+
+// Writes are the API writes the controller sent so far, by HTTP method.
+func (c *ControllerProcess) Writes(ctx context.Context) (map[string]int64, error) {
+	return scrapeWrites(ctx, c.metricsURL)
+}
+
+// Stop ends the controller with SIGTERM, then SIGKILL after 10 s.
+func (c *ControllerProcess) Stop() error {
+	select {
+	case <-c.exited:
+		return nil
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+		return errors.New("the controller did not stop within 10s of SIGTERM")
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// writeMethods are the HTTP methods of API writes.
+var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+// ParseWrites sums client-go's rest_client_requests_total of a
+// Prometheus text exposition by method, for the write methods.
+func ParseWrites(r io.Reader) (map[string]int64, error) {
+	out := map[string]int64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, "rest_client_requests_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			return nil, fmt.Errorf("unexpected metric line %q", line)
+		}
+		method := label(labels, "method")
+		if !writeMethods[method] {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("unexpected metric line %q: %w", line, err)
+		}
+		out[method] += int64(v)
+	}
+	return out, sc.Err()
+}
+
+// label returns the value of name in a Prometheus label list such as
+// code="200",method="GET"; label values here never hold quotes.
+func label(labels, name string) string {
+	for _, kv := range strings.Split(labels, ",") {
+		if v, ok := strings.CutPrefix(kv, name+"=\""); ok {
+			return strings.TrimSuffix(v, "\"")
+		}
+	}
+	return ""
+}
+
+// scrapeWrites reads the writes a process sent from its metrics endpoint.
+func scrapeWrites(ctx context.Context, url string) (map[string]int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return ParseWrites(resp.Body)
+}
+
+// subtract is after - before, per method.
+func subtract(after, before map[string]int64) (map[string]int64, int64) {
+	out := map[string]int64{}
+	var total int64
+	for m, v := range after {
+		if d := v - before[m]; d != 0 {
+			out[m] = d
+			total += d
+		}
+	}
+	return out, total
+}

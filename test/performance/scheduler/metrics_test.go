@@ -1,0 +1,52 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseWrites(t *testing.T) {
+	cases := map[string]struct {
+		text string
+		want map[string]int64
+	}{
+		"writes summed by method, reads and other metrics left out": {
+			text: `# HELP rest_client_requests_total Number of HTTP requests.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:1",method="GET"} 40
+rest_client_requests_total{code="200",host="127.0.0.1:1",method="PATCH"} 120
+rest_client_requests_total{code="409",host="127.0.0.1:1",method="PATCH"} 3
+rest_client_requests_total{code="201",host="127.0.0.1:1",method="POST"} 2
+rest_client_requests_total{code="200",host="127.0.0.1:1",method="PUT"} 7
+rest_client_request_duration_seconds_count{host="127.0.0.1:1",verb="PATCH"} 99
+`,
+			want: map[string]int64{"PATCH": 123, "POST": 2, "PUT": 7},
+		},
+		"no client metrics": {text: "up 1\n", want: map[string]int64{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseWrites(strings.NewReader(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ParseWrites() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	stat := "4242 (berth (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 12 0 100 2000000 3000 0\n"
+	status := "Name:\tberth\nVmPeak:\t  900 kB\nVmHWM:\t   2048 kB\nVmRSS:\t 1024 kB\n"
+	got, err := parseProc([]byte(stat), []byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Process{CPUSeconds: 3.25, MaxRSSBytes: 2 << 20}, got); diff != "" {
+		t.Errorf("parseProc() (-want +got):\n%s", diff)
+	}
+}

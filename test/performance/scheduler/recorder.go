@@ -1,0 +1,205 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// record is what the recorder knows of one workload.
+type record struct {
+	planned *Planned
+	// All times are since the run's start.
+	created    time.Duration
+	admittedAt time.Duration
+	admitted   bool
+	finishing  bool
+	finished   bool
+	finishedAt time.Duration
+	evictions  int
+	timer      *time.Timer
+	periods    []Period
+}
+
+// Recorder watches Workloads, records admissions and evictions, and
+// finishes each admitted workload its runtime after the admission was
+// observed, as a job integration would when the job's pods end.
+type Recorder struct {
+	client client.Client
+	start  time.Time
+	ctx    context.Context
+
+	mu        sync.Mutex
+	records   map[types.NamespacedName]*record
+	remaining int
+	done      chan struct{}
+	errs      []error
+}
+
+// NewRecorder records the workloads of s; c writes the Finished
+// conditions.
+func NewRecorder(ctx context.Context, c client.Client, s *Scenario) *Recorder {
+	r := &Recorder{client: c, ctx: ctx, records: map[types.NamespacedName]*record{}, done: make(chan struct{})}
+	for i := range s.Workloads {
+		p := &s.Workloads[i]
+		r.records[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &record{planned: p}
+	}
+	r.remaining = len(s.Workloads)
+	return r
+}
+
+// Start sets the run's start: every time is measured from it.
+func (r *Recorder) Start(t time.Time) { r.start = t }
+
+// Created records that the create request of p is about to be sent.
+func (r *Recorder) Created(p *Planned, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}].created = at.Sub(r.start)
+}
+
+// Done is closed when every workload has finished.
+func (r *Recorder) Done() <-chan struct{} { return r.done }
+
+// Handler is the informer event handler that feeds the recorder.
+func (r *Recorder) Handler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.observe(obj) },
+		UpdateFunc: func(_, obj any) { r.observe(obj) },
+	}
+}
+
+func (r *Recorder) observe(obj any) {
+	wl, ok := obj.(*berthv1alpha1.Workload)
+	if !ok {
+		return
+	}
+	now := time.Since(r.start)
+	running := workload.IsAdmitted(wl) && wl.Status.Admission != nil && !workload.IsEvicted(wl) && !workload.IsFinished(wl)
+	key := client.ObjectKeyFromObject(wl)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.records[key]
+	if rec == nil || rec.finishing || rec.finished {
+		return
+	}
+	switch {
+	case running && !rec.admitted:
+		rec.admitted, rec.admittedAt = true, now
+		rec.timer = time.AfterFunc(rec.planned.Runtime, func() { r.finish(key, rec) })
+	case !running && rec.admitted:
+		// Evicted: a job would stop its pods now; it runs its whole
+		// runtime again once admitted again.
+		rec.timer.Stop()
+		rec.admitted = false
+		rec.evictions++
+		rec.periods = append(rec.periods, Period{Start: rec.admittedAt, End: now, Milli: rec.planned.RequestMilli})
+	}
+}
+
+// finish appends Finished=True to the workload's conditions with a JSON
+// patch: one write, with no read and no conflict with the controller's
+// writes to other conditions.
+func (r *Recorder) finish(key types.NamespacedName, rec *record) {
+	r.mu.Lock()
+	if !rec.admitted || rec.finishing {
+		r.mu.Unlock()
+		return
+	}
+	rec.finishing = true
+	r.mu.Unlock()
+
+	cond := metav1.Condition{
+		Type: berthv1alpha1.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded",
+		Message: "The benchmark's job ran its runtime", LastTransitionTime: metav1.Now(),
+	}
+	patch, _ := json.Marshal([]map[string]any{{"op": "add", "path": "/status/conditions/-", "value": cond}})
+	wl := &berthv1alpha1.Workload{}
+	wl.Namespace, wl.Name = key.Namespace, key.Name
+	var err error
+	for attempt := 0; attempt < 5 && r.ctx.Err() == nil; attempt++ {
+		if err = r.client.Status().Patch(r.ctx, wl, client.RawPatch(types.JSONPatchType, patch)); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	now := time.Since(r.start)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("finishing %s: %w", key, err))
+		return
+	}
+	rec.finished, rec.finishedAt = true, now
+	rec.periods = append(rec.periods, Period{Start: rec.admittedAt, End: now, Milli: rec.planned.RequestMilli})
+	r.remaining--
+	if r.remaining == 0 {
+		close(r.done)
+	}
+}
+
+// Progress are logger key-value pairs counting the workloads per state.
+func (r *Recorder) Progress() []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var created, running, finished, evictions int
+	for _, rec := range r.records {
+		if rec.created > 0 || rec.admitted || rec.finished {
+			created++
+		}
+		if rec.admitted && !rec.finished {
+			running++
+		}
+		if rec.finished {
+			finished++
+		}
+		evictions += rec.evictions
+	}
+	return []any{"elapsed", time.Since(r.start).Round(time.Millisecond).String(), "created", created, "running", running,
+		"finished", finished, "of", len(r.records), "evictions", evictions, "errors", len(r.errs)}
+}
+
+// Result is what the recorder measured.
+type Result struct {
+	// Wall is from the start to the last finish.
+	Wall time.Duration
+	// WaitByClass is each finished workload's time from creation to its
+	// last admission, by class.
+	WaitByClass map[string][]time.Duration
+	Periods     []Period
+	Admissions  int
+	Evictions   int
+	Unfinished  int
+	Errors      []error
+}
+
+// Result returns what was measured so far.
+func (r *Recorder) Result() Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := Result{WaitByClass: map[string][]time.Duration{}, Errors: r.errs}
+	for _, rec := range r.records {
+		res.Periods = append(res.Periods, rec.periods...)
+		res.Evictions += rec.evictions
+		res.Admissions += rec.evictions
+		if !rec.finished {
+			res.Unfinished++
+			continue
+		}
+		res.Admissions++
+		res.Wall = max(res.Wall, rec.finishedAt)
+		res.WaitByClass[rec.planned.Class] = append(res.WaitByClass[rec.planned.Class], rec.admittedAt-rec.created)
+	}
+	return res
+}

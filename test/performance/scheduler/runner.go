@@ -1,0 +1,341 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/test/util/apiserver"
+)
+
+// Options configure a run.
+type Options struct {
+	// Name names the config in the summary, e.g. baseline.
+	Name string
+	// Config is the scenario.
+	Config *Config
+	// Scale keeps a fraction of the workloads, for quick checks.
+	Scale float64
+	// Berth is the path of the controller binary.
+	Berth string
+	// OutDir receives summary.json and the controller's log.
+	OutDir string
+	// CalibrationWorkers and CalibrationDuration shape the calibration.
+	CalibrationWorkers  int
+	CalibrationDuration time.Duration
+	// Creators is how many workloads are created at once.
+	Creators int
+	// Timeout bounds the scenario, from the first creation.
+	Timeout time.Duration
+}
+
+// Run runs the scenario end to end and returns its summary.
+func Run(ctx context.Context, opts Options) (*Summary, error) {
+	log := ctrl.LoggerFrom(ctx)
+	s, err := Generate(opts.Config, opts.Scale)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	server, err := apiserver.Start()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := server.Stop(); err != nil {
+			log.Error(err, "Stopping the API server")
+		}
+	}()
+	log.Info("API server up", "version", server.Version, "host", server.Config.Host)
+
+	wps, err := Calibrate(ctx, server.Config, opts.CalibrationWorkers, opts.CalibrationDuration)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("Calibrated", "apiWritesPerSecond", int(wps))
+
+	cfg := unlimited(server.Config)
+	c, err := client.New(cfg, client.Options{Scheme: server.Client.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	if err := createQueues(ctx, c, s, opts.Creators); err != nil {
+		return nil, err
+	}
+	berth, err := StartController(ctx, opts.Berth, server.Kubeconfig, opts.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = berth.Stop() }()
+	if err := waitActive(ctx, c, len(s.Queues)); err != nil {
+		return nil, err
+	}
+	log.Info("Controller ready; queues active", "clusterQueues", len(s.Queues), "workloads", len(s.Workloads))
+
+	res, writes, procs, err := runScenario(ctx, cfg, c, s, berth, opts)
+	if err != nil {
+		return nil, err
+	}
+	sum := summarize(opts, s, res, wps)
+	sum.Controller.Process = procs["berth"]
+	delete(procs, "berth")
+	sum.Processes = procs
+	sum.Controller.WritesByVerb, sum.Controller.Writes = writes.byVerb, writes.total
+	if sum.Admissions > 0 {
+		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
+	}
+	if res.Unfinished > 0 {
+		err = fmt.Errorf("%d of %d workloads did not finish within %s; see %s", res.Unfinished, len(s.Workloads), opts.Timeout, berth.Log)
+	}
+	return sum, errors.Join(append([]error{err}, res.Errors...)...)
+}
+
+type writeCounts struct {
+	byVerb map[string]int64
+	total  int64
+}
+
+// runScenario creates the workloads on schedule and waits until all are
+// finished, measuring the controller's writes and the processes' cost
+// over that time.
+func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scenario, berth *ControllerProcess, opts Options) (Result, writeCounts, map[string]Process, error) {
+	rec := NewRecorder(ctx, c, s)
+	if err := watchWorkloads(ctx, cfg, c, rec); err != nil {
+		return Result{}, writeCounts{}, nil, err
+	}
+	before, err := berth.Writes(ctx)
+	if err != nil {
+		return Result{}, writeCounts{}, nil, err
+	}
+	procsBefore := readProcesses(berth.Pid())
+	start := time.Now()
+	rec.Start(start)
+	runCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	createErr := make(chan error, 1)
+	go func() { createErr <- createWorkloads(runCtx, c, s, rec, start, opts.Creators) }()
+	progress := time.NewTicker(5 * time.Second)
+	defer progress.Stop()
+	exited := false
+wait:
+	for {
+		select {
+		case <-rec.Done():
+			break wait
+		case <-runCtx.Done():
+			break wait
+		case <-berth.exited:
+			exited = true
+			cancel()
+			break wait
+		case <-progress.C:
+			ctrl.LoggerFrom(ctx).Info("Progress", rec.Progress()...)
+		}
+	}
+	if exited {
+		return Result{}, writeCounts{}, nil, fmt.Errorf("the controller exited during the run (%v); see %s", berth.exitErr, berth.Log)
+	}
+	if err := <-createErr; err != nil && ctx.Err() == nil {
+		return Result{}, writeCounts{}, nil, err
+	}
+	res := rec.Result()
+	after, err := berth.Writes(ctx)
+	if err != nil {
+		return Result{}, writeCounts{}, nil, err
+	}
+	procs := readProcesses(berth.Pid())
+	for name, p := range procs {
+		p.CPUSeconds = round(p.CPUSeconds - procsBefore[name].CPUSeconds)
+		procs[name] = p
+	}
+	var w writeCounts
+	w.byVerb, w.total = subtract(after, before)
+	return res, w, procs, nil
+}
+
+// readProcesses reads the cost of the controller, the API server and etcd.
+func readProcesses(berthPid int) map[string]Process {
+	pids := childrenByName(os.Getpid(), "kube-apiserver", "etcd")
+	pids["berth"] = berthPid
+	out := map[string]Process{}
+	for name, pid := range pids {
+		if p, err := ReadProcess(pid); err == nil {
+			out[name] = p
+		}
+	}
+	return out
+}
+
+// watchWorkloads feeds rec from an informer on Workloads, started and
+// synced before it returns; it stops with ctx.
+func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec *Recorder) error {
+	ca, err := cache.New(cfg, cache.Options{Scheme: c.Scheme()})
+	if err != nil {
+		return err
+	}
+	inf, err := ca.GetInformer(ctx, &berthv1alpha1.Workload{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(rec.Handler()); err != nil {
+		return err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return errors.New("the Workload informer did not sync")
+	}
+	return nil
+}
+
+// createWorkloads creates each workload at its offset from start, with
+// workers requests at once.
+func createWorkloads(ctx context.Context, c client.Client, s *Scenario, rec *Recorder, start time.Time, workers int) error {
+	todo := make(chan *Planned, 4*workers)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for p := range todo {
+				rec.Created(p, time.Now())
+				if err := c.Create(ctx, Workload(p)); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("creating workload %s/%s: %w", p.Namespace, p.Name, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range s.Workloads {
+		p := &s.Workloads[i]
+		if d := time.Until(start.Add(p.Offset)); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		todo <- p
+	}
+	close(todo)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// createQueues creates the flavor, the controller's namespace and, per
+// ClusterQueue, its namespace, the ClusterQueue and the LocalQueue.
+func createQueues(ctx context.Context, c client.Client, s *Scenario, workers int) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "berth-system"}},
+		&berthv1alpha1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: FlavorName}},
+	}
+	for _, q := range s.Queues {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: q.Name}}, ClusterQueue(q), LocalQueue(q))
+	}
+	work := make(chan client.Object)
+	errCh := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for obj := range work {
+				// A LocalQueue's namespace is created just before it;
+				// retry while it is not there yet.
+				err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+					err := c.Create(ctx, obj)
+					return err == nil || apierrors.IsAlreadyExists(err), nil
+				})
+				if err != nil {
+					select {
+					case errCh <- fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err):
+					default:
+					}
+				}
+			}
+		})
+	}
+	for _, obj := range objs {
+		work <- obj
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errCh:
+		return err
+	default:
+		return nil
+	}
+}
+
+// waitActive waits until the controller reports n ClusterQueues Active:
+// it is then the leader and has loaded them.
+func waitActive(ctx context.Context, c client.Client, n int) error {
+	var active int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cqs := &berthv1alpha1.ClusterQueueList{}
+		if err := c.List(ctx, cqs); err != nil {
+			return false, nil
+		}
+		active = 0
+		for i := range cqs.Items {
+			if meta.IsStatusConditionTrue(cqs.Items[i].Status.Conditions, berthv1alpha1.ConditionActive) {
+				active++
+			}
+		}
+		return active == n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d ClusterQueues to be active (%d are): %w", n, active, err)
+	}
+	return nil
+}
+
+// summarize turns a run's measurements into its summary.
+func summarize(opts Options, s *Scenario, res Result, wps float64) *Summary {
+	scenario := ScenarioBound(s)
+	api := APIBound(len(s.Workloads), wps)
+	lower := max(scenario, api)
+	var nominal int64
+	for _, co := range s.Cohorts {
+		nominal += co.CapacityMilli
+	}
+	sum := &Summary{
+		Config: opts.Name, Scale: opts.Scale, Workloads: len(s.Workloads),
+		WallMs: res.Wall.Milliseconds(), ScenarioBoundMs: scenario.Milliseconds(), APIBoundMs: api.Milliseconds(),
+		APIWritesPerSecond: round(wps), LowerBoundMs: lower.Milliseconds(),
+		Classes:      map[string]Stats{},
+		UsagePercent: UsagePercent(res.Periods, res.Wall, nominal),
+		Admissions:   res.Admissions, Evictions: res.Evictions,
+	}
+	if lower > 0 {
+		sum.Ratio = round(float64(res.Wall) / float64(lower))
+	}
+	if res.Wall > 0 {
+		sum.AdmissionsPerSecond = round(float64(res.Admissions) / res.Wall.Seconds())
+	}
+	for class, waits := range res.WaitByClass {
+		sum.Classes[class] = NewStats(waits)
+	}
+	return sum
+}
+
+// SummaryDir is where a config's summary goes: _output/perf/<name>.
+func SummaryDir(root, name string) string { return filepath.Join(root, "_output", "perf", name) }
