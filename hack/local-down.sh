@@ -5,9 +5,11 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export KWOK_WORKDIR=$ROOT/_output/local/kwok
-if [[ -f $ROOT/_output/local/berth/pid ]]; then
-	kill "$(cat "$ROOT/_output/local/berth/pid")" 2>/dev/null || true
-fi
+for component in berth jobset; do
+	if [[ -f $ROOT/_output/local/$component/pid ]]; then
+		kill "$(cat "$ROOT/_output/local/$component/pid")" 2>/dev/null || true
+	fi
+done
 if [[ -x $ROOT/bin/kwokctl ]]; then
 	"$ROOT/bin/kwokctl" delete cluster --name berth >/dev/null 2>&1 || true
 fi
@@ -16,5 +18,6 @@ fi
 pkill -f "$KWOK_WORKDIR" 2>/dev/null || true
 pkill -f "$ROOT/bin/berth " 2>/dev/null || true
 pkill -f "bin/berth --config config/local" 2>/dev/null || true
+pkill -f "bin/jobset-controller --config config/local" 2>/dev/null || true
 rm -rf "$ROOT/_output/local"
 echo "local-down: the local cluster is stopped"

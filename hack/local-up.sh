@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Starts the local cluster: etcd, kube-apiserver, kube-controller-manager and
-# Berth's scheduler (kube-scheduler with Berth's plugins) built from source, kwok running the simulated nodes of
+# Berth's scheduler (kube-scheduler with Berth's plugins) built from source,
+# kwok running the simulated nodes of
 # config/local/nodes.yaml, Berth's and JobSet's CRDs, Berth's validation
-# policy and webhooks, and the Berth controller as a local process.
+# policy and webhooks, and the JobSet and Berth controllers as local
+# processes.
 # Idempotent: a cluster that is already up is kept; the Berth controller is
 # rebuilt and restarted.
 set -euo pipefail
@@ -59,6 +61,7 @@ for i in $(seq 60); do
 	sleep 1
 done
 
+"$ROOT/hack/local-jobset.sh"
 "$ROOT/hack/local-berth.sh"
 
 echo "local-up: the cluster is up; logs are under ${OUT#"$ROOT"/}/kwok/clusters/$CLUSTER/logs"

@@ -90,6 +90,14 @@ go_install() {
 	stamp "$name"
 }
 
+build_jobset() {
+	local mod=$ROOT/hack/tools/jobset
+	if fresh jobset "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
+	log "building the JobSet controller"
+	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/jobset-controller" sigs.k8s.io/jobset)
+	stamp jobset
+}
+
 build_kwok() {
 	go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 	go_install kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$KWOK_VERSION"
@@ -105,9 +113,10 @@ main() {
 		berth-scheduler) build_berth_scheduler ;;
 		etcd) build_etcd ;;
 		kwok) build_kwok ;;
+		jobset) build_jobset ;;
 		controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 		golangci-lint) go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;
-		all) main etcd kube berth-scheduler kwok controller-gen golangci-lint ;;
+		all) main etcd kube berth-scheduler kwok jobset controller-gen golangci-lint ;;
 		*) log "unknown tool $t"; return 2 ;;
 		esac
 	done
