@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Starts the local cluster: etcd, kube-apiserver, kube-controller-manager and
-# Berth's scheduler (kube-scheduler with Berth's plugins) built from source,
-# kwok running the simulated nodes of
-# config/local/nodes.yaml, Berth's and JobSet's CRDs, Berth's validation
-# policy and webhooks, and the JobSet and Berth controllers as local
-# processes.
-# Idempotent: a cluster that is already up is kept; the Berth controller is
-# rebuilt and restarted.
+# Starts the local cluster: etcd, kube-apiserver, kube-controller-manager
+# and Berth's scheduler (kube-scheduler with Berth's plugins) built from
+# source, kwok running the simulated nodes of config/local/nodes.yaml,
+# Berth's and JobSet's CRDs, Berth's validation policy and webhooks, and the
+# JobSet and Berth controllers as local processes. Idempotent: a cluster
+# that is already up is kept; the controllers are restarted, Berth's
+# rebuilt from this tree.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
