@@ -180,8 +180,10 @@ type Result struct {
 	Periods     []Period
 	Admissions  int
 	Evictions   int
-	Unfinished  int
-	Errors      []error
+	// Unfinished workloads were not finished when the run stopped; Wall
+	// is then the time until the run stopped.
+	Unfinished int
+	Errors     []error
 }
 
 // Result returns what was measured so far.
@@ -191,6 +193,10 @@ func (r *Recorder) Result() Result {
 	res := Result{WaitByClass: map[string][]time.Duration{}, Errors: r.errs}
 	for _, rec := range r.records {
 		res.Periods = append(res.Periods, rec.periods...)
+		if rec.admitted && !rec.finished {
+			// Still holding quota when the run stopped.
+			res.Periods = append(res.Periods, Period{Start: rec.admittedAt, End: time.Since(r.start), Milli: rec.planned.RequestMilli})
+		}
 		res.Evictions += rec.evictions
 		res.Admissions += rec.evictions
 		if !rec.finished {
@@ -200,6 +206,9 @@ func (r *Recorder) Result() Result {
 		res.Admissions++
 		res.Wall = max(res.Wall, rec.finishedAt)
 		res.WaitByClass[rec.planned.Class] = append(res.WaitByClass[rec.planned.Class], rec.admittedAt-rec.created)
+	}
+	if res.Unfinished > 0 {
+		res.Wall = time.Since(r.start)
 	}
 	return res
 }

@@ -102,7 +102,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
 	}
 	if res.Unfinished > 0 {
-		err = fmt.Errorf("%d of %d workloads did not finish within %s; see %s", res.Unfinished, len(s.Workloads), opts.Timeout, berth.Log)
+		err = fmt.Errorf("%d of %d workloads did not finish in %s; see %s", res.Unfinished, len(s.Workloads), res.Wall, berth.Log)
 	}
 	return sum, errors.Join(append([]error{err}, res.Errors...)...)
 }
@@ -152,10 +152,13 @@ wait:
 	if exited {
 		return Result{}, writeCounts{}, nil, fmt.Errorf("the controller exited during the run (%v); see %s", berth.exitErr, berth.Log)
 	}
-	if err := <-createErr; err != nil && ctx.Err() == nil {
+	if err := <-createErr; err != nil && runCtx.Err() == nil {
 		return Result{}, writeCounts{}, nil, err
 	}
 	res := rec.Result()
+	// Measure even when the run was cut short: a summary of a run that
+	// did not finish says how far it got.
+	ctx = context.WithoutCancel(ctx)
 	after, err := berth.Writes(ctx)
 	if err != nil {
 		return Result{}, writeCounts{}, nil, err
@@ -323,7 +326,7 @@ func summarize(opts Options, s *Scenario, res Result, wps float64) *Summary {
 		APIWritesPerSecond: round(wps), LowerBoundMs: lower.Milliseconds(),
 		Classes:      map[string]Stats{},
 		UsagePercent: UsagePercent(res.Periods, res.Wall, nominal),
-		Admissions:   res.Admissions, Evictions: res.Evictions,
+		Admissions:   res.Admissions, Evictions: res.Evictions, Unfinished: res.Unfinished,
 	}
 	if lower > 0 {
 		sum.Ratio = round(float64(res.Wall) / float64(lower))

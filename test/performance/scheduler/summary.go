@@ -29,9 +29,12 @@ type Summary struct {
 	Classes map[string]Stats `json:"classes"`
 	// UsagePercent is the quota in use over the nominal quota of all
 	// ClusterQueues, averaged over the wall time.
-	UsagePercent        float64 `json:"usagePercent"`
-	Admissions          int     `json:"admissions"`
-	Evictions           int     `json:"evictions"`
+	UsagePercent float64 `json:"usagePercent"`
+	Admissions   int     `json:"admissions"`
+	Evictions    int     `json:"evictions"`
+	// Unfinished counts the workloads not finished when the run stopped
+	// (timeout or interrupt); WallMs is then the time until it stopped.
+	Unfinished          int     `json:"unfinished"`
 	AdmissionsPerSecond float64 `json:"admissionsPerSecond"`
 
 	Controller Controller         `json:"controller"`
@@ -149,6 +152,9 @@ func Check(s *Summary, targets []Target) []string {
 		case !t.Max && v < t.Limit:
 			misses = append(misses, fmt.Sprintf("%s is %v, below the target of at least %v", t.Name, v, t.Limit))
 		}
+	}
+	if s.Unfinished > 0 {
+		misses = append(misses, fmt.Sprintf("%d workloads did not finish: the run was cut short", s.Unfinished))
 	}
 	if s.Scale != 1 {
 		misses = append(misses, fmt.Sprintf("scale is %v: the targets are for the full scenario (scale 1)", s.Scale))
