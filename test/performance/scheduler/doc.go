@@ -14,7 +14,10 @@
 //   - creation of a workload: just before its create request is sent.
 //   - admission: when the watch event with Admitted=True arrives.
 //   - finish: when the patch setting Finished=True returned.
-//   - wallMs: from start to the last finish.
+//   - wallMs: from start to the last finish. A run cut short (--timeout or
+//     an interrupt) still writes its summary, with unfinished > 0 and
+//     wallMs the time until it stopped: wallMs and ratio are then only
+//     lower bounds, and perf check fails.
 //   - time to admission: from creation to the admission that the workload
 //     finished after (a preempted workload is timed to its last admission).
 //
