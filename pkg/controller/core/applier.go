@@ -22,13 +22,15 @@ import (
 type Applier struct {
 	client   client.Client
 	recorder events.EventRecorder
+	pending  *PendingWriter
 }
 
 var _ scheduler.Applier = (*Applier)(nil)
 
-// NewApplier returns an Applier writing through c.
-func NewApplier(c client.Client, recorder events.EventRecorder) *Applier {
-	return &Applier{client: c, recorder: recorder}
+// NewApplier returns an Applier writing through c, with why workloads
+// wait written by pending.
+func NewApplier(c client.Client, recorder events.EventRecorder, pending *PendingWriter) *Applier {
+	return &Applier{client: c, recorder: recorder, pending: pending}
 }
 
 // Admit reserves quota and admits wl in one write.
@@ -68,15 +70,9 @@ func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, r
 	return nil
 }
 
-// SetPending records why wl waits. It writes only when the reason or the
-// message changed, and returns the workload as written.
-func (a *Applier) SetPending(ctx context.Context, wl *berthv1alpha1.Workload, reason, message string) (*berthv1alpha1.Workload, error) {
-	patched := wl.DeepCopy()
-	if !workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, reason, message) {
-		return wl, nil
-	}
-	if err := patchStatus(ctx, a.client, wl, patched); err != nil {
-		return wl, err
-	}
-	return patched, nil
+// SetPending records why wl waits. The write happens off the scheduler's
+// path (see PendingWriter), so wl comes back as it is.
+func (a *Applier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, reason, message string) (*berthv1alpha1.Workload, error) {
+	a.pending.Set(wl, reason, message)
+	return wl, nil
 }

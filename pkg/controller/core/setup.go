@@ -34,14 +34,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 	}
 	cl := mgr.GetClient()
 	n := NewStatusNotifier()
-	applier := NewApplier(cl, recorder)
+	pending := NewPendingWriter(cl)
+	if err := mgr.Add(pending); err != nil {
+		return nil, err
+	}
+	applier := NewApplier(cl, recorder, pending)
 	concurrency := max(opts.WorkloadConcurrency, 1)
 	steps := []func() error{
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("workload").For(&berthv1alpha1.Workload{}).
 				WatchesRawSource(delayed(n.workloads, 0)).
 				WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-				Complete(&WorkloadReconciler{client: cl, cache: c, queues: q, applier: applier, recorder: recorder,
+				Complete(&WorkloadReconciler{client: cl, cache: c, queues: q, applier: applier, pending: pending, recorder: recorder,
 					podsReadyTimeout: opts.PodsReadyTimeout, status: n})
 		},
 		func() error {

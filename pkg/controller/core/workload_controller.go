@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ type WorkloadReconciler struct {
 	cache            *cache.Cache
 	queues           *queue.Manager
 	applier          *Applier
+	pending          *PendingWriter
 	recorder         events.EventRecorder
 	podsReadyTimeout time.Duration
 	// status tells the queue status reconcilers that a queue's counts may
@@ -68,6 +70,9 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // forget drops a workload from the engine and wakes the workloads waiting
 // for the quota it held.
 func (r *WorkloadReconciler) forget(key string) {
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		r.pending.Forget(types.NamespacedName{Namespace: ns, Name: name})
+	}
 	r.queues.DeleteWorkload(key)
 	if cq := r.cache.DeleteWorkload(key); cq != "" {
 		r.queues.QueueInadmissible(cq)
@@ -119,10 +124,14 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 	return ctrl.Result{}, nil
 }
 
-// setInadmissible says why a workload cannot be queued at all.
+// setInadmissible says why a workload cannot be queued at all. It writes
+// at once: this is rare and a person is probably waiting for it.
 func (r *WorkloadReconciler) setInadmissible(ctx context.Context, wl *berthv1alpha1.Workload, msg string) error {
-	_, err := r.applier.SetPending(ctx, wl, berthv1alpha1.ReasonInadmissible, msg)
-	return err
+	patched := wl.DeepCopy()
+	if !workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, msg) {
+		return nil
+	}
+	return patchStatus(ctx, r.client, wl, patched)
 }
 
 // resolvePriority sets spec.priority from the workload's
@@ -146,6 +155,7 @@ func (r *WorkloadReconciler) resolvePriority(ctx context.Context, wl *berthv1alp
 }
 
 func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	r.pending.Forget(client.ObjectKeyFromObject(wl))
 	r.queues.DeleteWorkload(workload.Key(wl))
 	r.cache.AddOrUpdateWorkload(wl)
 	if workload.IsEvicted(wl) {

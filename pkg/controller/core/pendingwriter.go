@@ -1,0 +1,155 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+const (
+	// pendingFirstDelay is how long a new reason to wait is held before it
+	// is written: most workloads of a busy queue are admitted within it,
+	// and then nothing needs writing at all.
+	pendingFirstDelay = 500 * time.Millisecond
+	// pendingRefresh is how often the numbers of an unchanged reason are
+	// rewritten. They change with every admission in the cohort; a person
+	// reading them needs them fresh to the minute, not to the millisecond.
+	pendingRefresh = 30 * time.Second
+	// pendingWorkers write in parallel, so that one slow write does not
+	// hold the others.
+	pendingWorkers = 4
+)
+
+// PendingWriter writes why workloads wait off the scheduler's path. It
+// keeps the latest reason per workload and writes it after
+// pendingFirstDelay, rewriting a reason whose numbers changed at most every
+// pendingRefresh. It writes against the current object and never over a
+// workload that holds quota or finished, so a late message cannot undo an
+// admission.
+type PendingWriter struct {
+	client client.Client
+	queue  workqueue.TypedDelayingInterface[types.NamespacedName]
+
+	mu      sync.Mutex
+	latest  map[types.NamespacedName]pendingReason
+	written map[types.NamespacedName]writtenReason
+}
+
+type pendingReason struct{ reason, message string }
+
+type writtenReason struct {
+	reason string
+	at     time.Time
+}
+
+// NewPendingWriter returns a writer; Start runs it.
+func NewPendingWriter(c client.Client) *PendingWriter {
+	return &PendingWriter{
+		client:  c,
+		queue:   workqueue.NewTypedDelayingQueue[types.NamespacedName](),
+		latest:  map[types.NamespacedName]pendingReason{},
+		written: map[types.NamespacedName]writtenReason{},
+	}
+}
+
+// Set records why wl waits; the write follows.
+func (w *PendingWriter) Set(wl *berthv1alpha1.Workload, reason, message string) {
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil && c.Reason == reason && c.Message == message {
+		return
+	}
+	w.mu.Lock()
+	w.latest[key] = pendingReason{reason: reason, message: message}
+	delay := pendingFirstDelay
+	if last, ok := w.written[key]; ok && last.reason == reason {
+		delay = max(delay, pendingRefresh-time.Since(last.at))
+	}
+	w.mu.Unlock()
+	w.queue.AddAfter(key, delay)
+}
+
+// Start writes until ctx ends.
+func (w *PendingWriter) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range pendingWorkers {
+		wg.Go(func() {
+			for w.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (w *PendingWriter) processNext(ctx context.Context) bool {
+	key, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(key)
+	if err := w.write(ctx, key); err != nil {
+		if apierrors.IsConflict(err) {
+			// The object changed; look at it again.
+			w.queue.AddAfter(key, 100*time.Millisecond)
+			return true
+		}
+		ctrl.LoggerFrom(ctx).Error(err, "Writing why a workload waits", "workload", key)
+	}
+	return true
+}
+
+func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) error {
+	w.mu.Lock()
+	want, ok := w.latest[key]
+	w.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	wl := &berthv1alpha1.Workload{}
+	if err := w.client.Get(ctx, key, wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.forget(key)
+			return nil
+		}
+		return err
+	}
+	if workload.HasQuotaReservation(wl) || workload.IsFinished(wl) {
+		w.forget(key)
+		return nil
+	}
+	patched := wl.DeepCopy()
+	if workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, want.reason, want.message) {
+		if err := patchStatus(ctx, w.client, wl, patched); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.written[key] = writtenReason{reason: want.reason, at: time.Now()}
+	if w.latest[key] == want {
+		delete(w.latest, key)
+	}
+	return nil
+}
+
+// Forget drops what is known of a workload that no longer waits.
+func (w *PendingWriter) Forget(key types.NamespacedName) { w.forget(key) }
+
+func (w *PendingWriter) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.latest, key)
+	delete(w.written, key)
+}

@@ -1,0 +1,59 @@
+package core
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+func TestPendingWriter(t *testing.T) {
+	cases := map[string]struct {
+		wl   *berthv1alpha1.Workload
+		want string
+	}{
+		"a waiting workload gets the message": {
+			wl:   utiltesting.MakeWorkload("w", "ns").Obj(),
+			want: "False: needs 4 cpu, 2 available",
+		},
+		"a late message never undoes an admission": {
+			wl:   utiltesting.MakeWorkload("w", "ns").AdmittedIn("cq", "f").Obj(),
+			want: "True: ",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.wl).WithStatusSubresource(tc.wl).Build()
+			w := NewPendingWriter(c)
+			stale := tc.wl.DeepCopy()
+			stale.Status = berthv1alpha1.WorkloadStatus{}
+			w.Set(stale, berthv1alpha1.ReasonPending, "needs 4 cpu, 2 available")
+			if err := w.write(context.Background(), client.ObjectKeyFromObject(tc.wl)); err != nil {
+				t.Fatal(err)
+			}
+			got := &berthv1alpha1.Workload{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.wl), got); err != nil {
+				t.Fatal(err)
+			}
+			var status string
+			if cond := workload.FindCondition(got, berthv1alpha1.WorkloadQuotaReserved); cond != nil {
+				status = string(cond.Status) + ": " + cond.Message
+			}
+			if diff := cmp.Diff(tc.want, status); diff != "" {
+				t.Errorf("QuotaReserved (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
