@@ -56,4 +56,3 @@ func TestPendingWriter(t *testing.T) {
 		})
 	}
 }
-
