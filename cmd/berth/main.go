@@ -83,6 +83,7 @@ func managerOptions(cfg *configv1alpha1.Configuration, scheme *k8sruntime.Scheme
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:  cfg.Health.HealthProbeBindAddress,
+		PprofBindAddress:        cfg.PprofBindAddress,
 		LeaderElection:          ptr.Deref(cfg.LeaderElection.LeaderElect, true),
 		LeaderElectionID:        cfg.LeaderElection.ResourceName,
 		LeaderElectionNamespace: cfg.LeaderElection.ResourceNamespace,

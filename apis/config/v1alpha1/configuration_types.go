@@ -24,6 +24,10 @@ type Configuration struct {
 	// Metrics configures the Prometheus metrics endpoint.
 	Metrics Metrics `json:"metrics,omitempty"`
 
+	// PprofBindAddress, when set (e.g. 127.0.0.1:8082), serves Go's pprof
+	// profiles there, for profiling the controller under load.
+	PprofBindAddress string `json:"pprofBindAddress,omitempty"`
+
 	// Webhook configures the admission webhook server.
 	Webhook Webhook `json:"webhook,omitempty"`
 

@@ -149,7 +149,7 @@ func requeueWorkloadsOf(ctx context.Context, c client.Reader, n *StatusNotifier,
 
 func requeueWorkloadsOfLocalQueue(ctx context.Context, c client.Reader, n *StatusNotifier, ns, name string) error {
 	wls := &berthv1alpha1.WorkloadList{}
-	if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingFields{WorkloadQueueKey: name}); err != nil {
+	if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingFields{WorkloadQueueKey: name}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for i := range wls.Items {

@@ -25,6 +25,7 @@ health:
   healthProbeBindAddress: 127.0.0.1:%d
 metrics:
   bindAddress: 127.0.0.1:%d
+pprofBindAddress: 127.0.0.1:%d
 webhook:
   host: 127.0.0.1
   port: %d
@@ -48,12 +49,12 @@ type ControllerProcess struct {
 // StartController starts binary against kubeconfig, with its files in dir,
 // and waits until it is ready.
 func StartController(ctx context.Context, binary, kubeconfig, dir string) (*ControllerProcess, error) {
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "controller_config.yaml")
-	cfg := fmt.Sprintf(controllerConfig, ports[0], ports[1], ports[2], filepath.Join(dir, "certs"))
+	cfg := fmt.Sprintf(controllerConfig, ports[0], ports[1], ports[3], ports[2], filepath.Join(dir, "certs"))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
