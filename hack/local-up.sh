@@ -45,20 +45,26 @@ fi
 echo "local-up: applying the nodes, the CRDs, the validation policy and the webhooks"
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/nodes.yaml" >/dev/null
 JOBSET_CRDS=$(cd "$ROOT" && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases
+# wait_for ARGS... retries `kubectl wait`: it gives up at once on an object
+# that has no conditions yet, as a new CRD or node has for a moment.
+wait_for() {
+	local i
+	for i in $(seq 60); do
+		"${KUBECTL[@]}" wait --timeout=30s "$@" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	echo "local-up: timed out on kubectl wait $*" >&2
+	return 1
+}
 # Server-side: the Workload CRD is larger than client-side apply's annotation.
 for crds in "$ROOT/config/crd/bases" "$JOBSET_CRDS"; do
 	"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
-	"${KUBECTL[@]}" wait --for=condition=Established --timeout=60s -f "$crds" >/dev/null
+	wait_for --for=condition=Established -f "$crds"
 done
 "${KUBECTL[@]}" apply --server-side --force-conflicts -f "$ROOT/config/validation" >/dev/null
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/webhooks.yaml" >/dev/null
 "${KUBECTL[@]}" create namespace berth-system --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
-# kubectl wait gives up on a node that has no conditions yet; retry.
-for i in $(seq 60); do
-	"${KUBECTL[@]}" wait --for=condition=Ready --timeout=30s node --all >/dev/null 2>&1 && break
-	[[ $i == 60 ]] && { echo "local-up: the nodes did not become ready" >&2; exit 1; }
-	sleep 1
-done
+wait_for --for=condition=Ready node --all
 
 "$ROOT/hack/local-jobset.sh"
 "$ROOT/hack/local-berth.sh"
