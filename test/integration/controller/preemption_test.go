@@ -34,7 +34,9 @@ func TestPriorityPreemptionSuspendsTheVictim(t *testing.T) {
 	})
 	jobState(t, low, true)
 	workloadOf(t, urgent, "the urgent job admitted", admitted)
-	jobState(t, urgent, false)
+	if running := jobState(t, urgent, false); running.Spec.Template.Labels[berthv1alpha1.WorkloadLabel] == "" {
+		t.Errorf("the preemptor's pods carry no %s label", berthv1alpha1.WorkloadLabel)
+	}
 	workloadOf(t, low, "the victim requeued and waiting", func(wl *berthv1alpha1.Workload) error {
 		if err := conditionIs(berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted)(wl); err != nil {
 			return err
