@@ -23,9 +23,7 @@ func TestMain(m *testing.M) {
 
 func testContext(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return apiserver.Context(t, 30*time.Second)
 }
 
 // object decodes a YAML manifest.

@@ -18,9 +18,7 @@ func TestMain(m *testing.M) {
 
 func testContext(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	return apiserver.Context(t, 45*time.Second)
 }
 
 // eventually calls f until it returns nil, and fails the test with f's

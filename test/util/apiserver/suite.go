@@ -1,9 +1,11 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
+	"time"
 )
 
 // RunSuite runs a test suite against its own API server: it starts the
@@ -34,4 +36,13 @@ func RunSuite(m *testing.M, s **Server, setup func() (func(), error), opts ...Op
 		}
 	}
 	return m.Run()
+}
+
+// Context is a context for one test step against the server: it ends
+// with the test or after timeout, whichever comes first.
+func Context(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return ctx
 }
