@@ -117,11 +117,3 @@ func (h *heap) down(i int) bool {
 	}
 	return i > start
 }
-
-func (h *heap) index2set() map[string]*workload.Info {
-	set := make(map[string]*workload.Info, len(h.items))
-	for _, info := range h.items {
-		set[info.Key] = info
-	}
-	return set
-}

@@ -22,6 +22,8 @@ type Head struct {
 	activations int64
 	// popped is the entry that was popped; Info may be a newer version.
 	popped *workload.Info
+	// shape is the popped workload's bucket.
+	shape string
 }
 
 // Refreshed returns the head carrying a newer version of its workload,
@@ -45,16 +47,6 @@ const (
 	// RequeueRetry means something transient failed (a write); retry soon.
 	RequeueRetry
 )
-
-type clusterQueue struct {
-	name         berthv1alpha1.ClusterQueueReference
-	cohort       berthv1alpha1.CohortReference
-	strategy     berthv1alpha1.QueueingStrategy
-	heap         *heap
-	inadmissible map[string]*workload.Info
-	inFlight     map[string]*workload.Info
-	activations  int64
-}
 
 // Manager holds the pending workloads of every ClusterQueue.
 type Manager struct {
@@ -98,7 +90,7 @@ func (m *Manager) AddOrUpdateClusterQueue(obj *berthv1alpha1.ClusterQueue) {
 	name := berthv1alpha1.ClusterQueueReference(obj.Name)
 	q, ok := m.queues[name]
 	if !ok {
-		q = &clusterQueue{name: name, heap: newHeap(), inadmissible: map[string]*workload.Info{}, inFlight: map[string]*workload.Info{}}
+		q = newClusterQueue(name)
 		m.queues[name] = q
 	}
 	q.strategy = obj.Spec.QueueingStrategy
@@ -118,10 +110,11 @@ func (m *Manager) DeleteClusterQueue(name berthv1alpha1.ClusterQueueReference) {
 	if !ok {
 		return
 	}
-	for _, set := range []map[string]*workload.Info{q.heap.index2set(), q.inadmissible, q.inFlight} {
-		for key := range set {
-			delete(m.where, key)
-		}
+	for key := range q.of {
+		delete(m.where, key)
+	}
+	for key := range q.inFlight {
+		delete(m.where, key)
 	}
 	delete(m.queues, name)
 }
@@ -146,9 +139,12 @@ func (m *Manager) DeleteCohort(name berthv1alpha1.CohortReference) {
 // AddOrUpdateWorkload queues a pending workload in a ClusterQueue, or
 // updates it. A change of priority re-sorts it at once. A change of spec
 // (generation) or priority re-activates a set-aside workload; a status-only
-// change does not, so that writing a pending message does not loop.
+// change does not, so that writing a pending message does not loop. A new
+// workload joining a set-aside bucket behind its head stays set aside: it
+// needs what the head needs and has no higher priority.
 func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alpha1.ClusterQueueReference) error {
 	info := workload.NewInfo(wl)
+	shape := shapeOf(info)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q, ok := m.queues[cq]
@@ -160,14 +156,20 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 	}
 	m.where[info.Key] = cq
 	delete(q.inFlight, info.Key)
-	if prev, ok := q.inadmissible[info.Key]; ok {
-		if prev.Obj.Generation == wl.Generation && prev.Priority == info.Priority {
-			q.inadmissible[info.Key] = info
+	if b := q.of[info.Key]; b != nil {
+		prev := b.heap.items[b.heap.index[info.Key]]
+		if b.aside && b.shape == shape && prev.Obj.Generation == wl.Generation && prev.Priority == info.Priority {
+			b.heap.pushOrUpdate(info)
 			return nil
 		}
-		delete(q.inadmissible, info.Key)
+		q.remove(info.Key)
 	}
-	q.heap.pushOrUpdate(info)
+	if b := q.push(info, shape); b.aside {
+		if b.head() != info {
+			return nil
+		}
+		q.putBack(b)
+	}
 	m.wake()
 	return nil
 }
@@ -186,8 +188,7 @@ func (m *Manager) removeLocked(key string) {
 	}
 	delete(m.where, key)
 	if q := m.queues[name]; q != nil {
-		q.heap.remove(key)
-		delete(q.inadmissible, key)
+		q.remove(key)
 		delete(q.inFlight, key)
 	}
 }
@@ -233,11 +234,7 @@ func (m *Manager) activateAll() {
 }
 
 func (m *Manager) activate(q *clusterQueue) {
-	q.activations++
-	for key, info := range q.inadmissible {
-		q.heap.pushOrUpdate(info)
-		delete(q.inadmissible, key)
-	}
+	q.activate()
 	m.wake()
 }
 
@@ -283,8 +280,7 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark 
 		if skip[name] {
 			continue
 		}
-		if info := q.heap.pop(); info != nil {
-			q.inFlight[info.Key] = info
+		if info := q.pop(); info != nil {
 			activations := q.activations
 			if mark != nil {
 				activations = -1
@@ -292,42 +288,90 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark 
 					activations = a
 				}
 			}
-			heads = append(heads, Head{Info: info, ClusterQueue: name, activations: activations, popped: info})
+			heads = append(heads, Head{Info: info, ClusterQueue: name, activations: activations, popped: info, shape: q.inFlight[info.Key].shape})
 		}
 	}
 	sort.Slice(heads, func(i, j int) bool { return heads[i].ClusterQueue < heads[j].ClusterQueue })
 	return heads
 }
 
+// Refresh stores wl as the version of a workload that is queued or popped,
+// without re-sorting or re-activating anything: the scheduler's next write
+// about it then starts from wl. It is for versions seen while the
+// scheduler assumes the workload admitted: if that admission's write
+// fails, the retry must not carry an outdated resourceVersion.
+func (m *Manager) Refresh(wl *berthv1alpha1.Workload) {
+	info := workload.NewInfo(wl)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[m.where[info.Key]]
+	if q == nil {
+		return
+	}
+	if b := q.of[info.Key]; b != nil {
+		b.heap.pushOrUpdate(info)
+		q.settle(b)
+		return
+	}
+	if f, ok := q.inFlight[info.Key]; ok {
+		f.latest = info
+		q.inFlight[info.Key] = f
+	}
+}
+
+// SetAside sets aside, for the rest of the cycle at least, the workloads
+// queued behind h that have its shape: h did not fit and could not make
+// room, so neither can they. Requeue decides whether they stay aside.
+func (m *Manager) SetAside(h Head) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO {
+		q.setAside(q.bucketFor(h.shape))
+	}
+}
+
 // Requeue puts back a head that was not admitted. It does nothing if the
 // workload was updated or deleted since it was popped: the newer state wins.
+// An inadmissible head of a BestEffortFIFO queue is set aside with its
+// bucket, unless an event came after the cycle's mark or a workload that
+// was not tried went ahead of it in the bucket.
 func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queues[h.ClusterQueue]
-	if q == nil || q.inFlight[h.Info.Key] != h.popped {
+	if q == nil {
+		return
+	}
+	f := q.inFlight[h.Info.Key]
+	if f.info != h.popped {
 		return
 	}
 	delete(q.inFlight, h.Info.Key)
+	info := h.Info
+	if f.latest != nil {
+		info = f.latest
+	}
+	b := q.push(info, h.shape)
+	fresh := q.activations == h.activations
 	switch {
-	case reason == RequeueInadmissible && q.strategy == berthv1alpha1.BestEffortFIFO && q.activations == h.activations:
-		q.inadmissible[h.Info.Key] = h.Info
+	case reason == RequeueInadmissible && q.strategy == berthv1alpha1.BestEffortFIFO && fresh && b.head() == info:
+		q.setAside(b)
 	case reason == RequeueRetry:
-		q.heap.pushOrUpdate(h.Info)
+		q.putBack(b)
 		m.wake()
 	default:
-		q.heap.pushOrUpdate(h.Info)
-		if q.activations != h.activations {
+		q.putBack(b)
+		if !fresh {
 			m.wake()
 		}
 	}
 }
 
-// Done forgets a head that was admitted.
+// Done forgets a head that was admitted or dropped.
 func (m *Manager) Done(h Head) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q := m.queues[h.ClusterQueue]; q != nil && q.inFlight[h.Info.Key] == h.popped {
+	if q := m.queues[h.ClusterQueue]; q != nil && q.inFlight[h.Info.Key].info == h.popped {
 		delete(q.inFlight, h.Info.Key)
 		delete(m.where, h.Info.Key)
 	}
@@ -341,7 +385,7 @@ func (m *Manager) Pending(cq berthv1alpha1.ClusterQueueReference) int {
 	if q == nil {
 		return 0
 	}
-	return q.heap.len() + len(q.inadmissible) + len(q.inFlight)
+	return q.queued() + len(q.inFlight)
 }
 
 // Order returns the keys of a queue's active workloads in the order they
@@ -354,7 +398,7 @@ func (m *Manager) Order(cq berthv1alpha1.ClusterQueueReference) []string {
 	if q == nil {
 		return nil
 	}
-	items := append([]*workload.Info(nil), q.heap.items...)
+	items := q.keys(false)
 	sort.Slice(items, func(i, j int) bool { return Less(items[i], items[j]) })
 	keys := make([]string, len(items))
 	for i, info := range items {
@@ -371,9 +415,9 @@ func (m *Manager) Inadmissible(cq berthv1alpha1.ClusterQueueReference) []string 
 	if q == nil {
 		return nil
 	}
-	keys := make([]string, 0, len(q.inadmissible))
-	for k := range q.inadmissible {
-		keys = append(keys, k)
+	var keys []string
+	for _, info := range q.keys(true) {
+		keys = append(keys, info.Key)
 	}
 	sort.Strings(keys)
 	return keys

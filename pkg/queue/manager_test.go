@@ -192,3 +192,50 @@ func TestActivationAfterMarkIsNotLost(t *testing.T) {
 		})
 	}
 }
+
+// TestRefreshWhilePopped: a version seen while the head is popped is the
+// one that goes back to the queue.
+func TestRefreshWhilePopped(t *testing.T) {
+	m := NewManager()
+	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
+	_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("a", "ns").Obj(), "q")
+	h := m.Heads(nil, nil)[0]
+	newer := utiltesting.MakeWorkload("a", "ns").Obj()
+	newer.ResourceVersion = "2"
+	m.Refresh(newer)
+	m.Requeue(h, RequeueRetry)
+	heads := m.Heads(nil, nil)
+	if len(heads) != 1 || heads[0].Info.Obj != newer {
+		t.Fatalf("heads after a refresh while popped = %v, want the refreshed version", heads)
+	}
+}
+
+// TestShapeBuckets: a head that does not fit sets aside the workloads of
+// its shape queued behind it, not the others; a new workload of the shape
+// stays aside unless it goes ahead of the head that did not fit.
+func TestShapeBuckets(t *testing.T) {
+	m := NewManager()
+	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
+	big := func(name string, created time.Duration, prio int32) *berthv1alpha1.Workload {
+		return utiltesting.MakeWorkload(name, "ns").Created(created).Priority(prio).Request(1, "cpu", "8").Obj()
+	}
+	_ = m.AddOrUpdateWorkload(big("big-1", 1*time.Second, 0), "q")
+	_ = m.AddOrUpdateWorkload(big("big-2", 2*time.Second, 0), "q")
+	_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("small", "ns").Created(3*time.Second).Request(1, "cpu", "1").Obj(), "q")
+	h := m.Heads(nil, nil)[0]
+	m.SetAside(h)
+	if next := m.Heads(nil, nil); len(next) != 1 || next[0].Info.Key != "ns/small" {
+		t.Fatalf("next head after setting big-1 aside = %v, want ns/small", next)
+	} else {
+		m.Done(next[0])
+	}
+	m.Requeue(h, RequeueInadmissible)
+	_ = m.AddOrUpdateWorkload(big("big-3", 3*time.Second, 0), "q")
+	if diff := cmp.Diff([]string{"ns/big-1", "ns/big-2", "ns/big-3"}, m.Inadmissible("q")); diff != "" {
+		t.Errorf("set aside (-want +got):\n%s", diff)
+	}
+	_ = m.AddOrUpdateWorkload(big("urgent", 4*time.Second, 5), "q")
+	if diff := cmp.Diff([]string{"ns/urgent", "ns/big-1", "ns/big-2", "ns/big-3"}, m.Order("q"), cmpEmptySlice); diff != "" {
+		t.Errorf("order after a higher-priority workload of the shape (-want +got):\n%s", diff)
+	}
+}

@@ -6,8 +6,9 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
 
-// Applier writes the scheduler's decisions. Calls are made from the cycle,
-// one at a time. An error from Admit makes the scheduler forget the
+// Applier writes the scheduler's decisions. Admit may be called from
+// several goroutines at once (see WithParallelism); the other calls are
+// made from the cycle, one at a time. An error from Admit makes the scheduler forget the
 // assumed quota and retry the workload; an error from Preempt leaves the
 // victim running, and the preemptor tries again next cycle.
 type Applier interface {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/go-logr/logr"
 
@@ -24,6 +25,9 @@ type entry struct {
 	generation int64
 	// inadmissible, when set, is why the head cannot be considered at all.
 	inadmissible string
+	// deactivated heads are dropped: the workload controller says why they
+	// wait and queues them again when they are activated.
+	deactivated bool
 }
 
 // cycle is the scratch state of one Schedule call.
@@ -32,7 +36,17 @@ type cycle struct {
 	snap    *cache.Snapshot
 	blocked map[berthv1alpha1.ClusterQueueReference]bool
 	requeue []requeued
-	stats   Stats
+	// admissions are the round's admissions, written together at its end.
+	admissions []admission
+	stats      Stats
+}
+
+// admission is an assumed admission whose write is outstanding.
+type admission struct {
+	e    *entry
+	info *workload.Info
+	adm  *berthv1alpha1.Admission
+	err  error
 }
 
 type requeued struct {
@@ -59,6 +73,7 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		for i := range entries {
 			c.process(ctx, &entries[i])
 		}
+		c.writeAdmissions(ctx)
 	}
 	for _, r := range c.requeue {
 		s.queues.Requeue(r.head, r.reason)
@@ -74,7 +89,7 @@ func (c *cycle) nominate(h queue.Head) entry {
 	case e.cq.Inactive != "":
 		e.inadmissible = e.cq.Inactive
 	case !workload.IsActive(h.Info.Obj):
-		e.inadmissible = "The workload is deactivated (spec.active is false)"
+		e.deactivated = true
 	default:
 		e.generation = e.cq.TreeGeneration()
 		e.assignment = flavorassigner.Assign(c.snap, e.cq, h.Info)
@@ -99,6 +114,10 @@ func entryLess(a, b *entry) bool {
 
 func (c *cycle) process(ctx context.Context, e *entry) {
 	info := e.head.Info
+	if e.deactivated {
+		c.queues.Done(e.head)
+		return
+	}
 	if e.inadmissible != "" {
 		c.pending(ctx, e, berthv1alpha1.ReasonInadmissible, e.inadmissible, queue.RequeueInadmissible)
 		return
@@ -121,7 +140,7 @@ func (c *cycle) process(ctx context.Context, e *entry) {
 	}
 	switch a := e.assignment; a.Mode {
 	case flavorassigner.Fit, flavorassigner.Borrow:
-		c.admit(ctx, e)
+		c.admit(e)
 	case flavorassigner.Preempt:
 		c.preempt(ctx, e)
 	default:
@@ -129,9 +148,11 @@ func (c *cycle) process(ctx context.Context, e *entry) {
 	}
 }
 
-func (c *cycle) admit(ctx context.Context, e *entry) {
-	orig := e.head.Info
-	info := *orig
+// admit assumes the head's admission in the cache and the snapshot at
+// once, so that later heads see its quota taken; the write goes out with
+// the rest of the round's (writeAdmissions).
+func (c *cycle) admit(e *entry) {
+	info := *e.head.Info
 	info.ClusterQueue = e.head.ClusterQueue
 	info.Usage = e.assignment.Usage
 	info.ReservedAt = c.now()
@@ -140,27 +161,65 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 		return
 	}
 	c.snap.AddWorkload(&info)
-	if err := c.applier.Admit(ctx, orig.Obj, e.assignment.Admission(e.head.ClusterQueue)); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "Admitting workload", "workload", orig.Key)
-		// The quota stays taken in this cycle's snapshot: handing it to
-		// a later head now could admit the very workloads this one
-		// preempted, and the two would take turns.
-		c.cache.ForgetWorkload(info.Key)
-		c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
-		if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
-			// The head is retried next cycle; nothing may pass it.
-			c.blocked[e.head.ClusterQueue] = true
-		}
+	c.admissions = append(c.admissions, admission{e: e, info: &info, adm: e.assignment.Admission(e.head.ClusterQueue)})
+}
+
+// writeAdmissions writes the round's admissions, up to the scheduler's
+// parallelism at once, and settles each when all have answered. Every
+// decision of the next round is made knowing how this round's writes went,
+// exactly as if they had been written one by one.
+func (c *cycle) writeAdmissions(ctx context.Context) {
+	if len(c.admissions) == 0 {
 		return
 	}
-	c.queues.Done(e.head)
-	c.stats.Admitted++
-	logr.FromContextOrDiscard(ctx).V(3).Info("Workload admitted", "workload", info.Key, "clusterQueue", e.head.ClusterQueue)
+	if c.parallelism <= 1 || len(c.admissions) == 1 {
+		for i := range c.admissions {
+			a := &c.admissions[i]
+			a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
+		}
+	} else {
+		sem := make(chan struct{}, c.parallelism)
+		var wg sync.WaitGroup
+		for i := range c.admissions {
+			a := &c.admissions[i]
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
+			})
+		}
+		wg.Wait()
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	for i := range c.admissions {
+		a := &c.admissions[i]
+		e := a.e
+		if a.err != nil {
+			log.Error(a.err, "Admitting workload", "workload", a.info.Key)
+			// The quota stays taken in this cycle's snapshot: handing it
+			// to a later head now could admit the very workloads this one
+			// preempted, and the two would take turns.
+			c.cache.ForgetWorkload(a.info.Key)
+			c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
+			if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+				// The head is retried next cycle; nothing may pass it.
+				c.blocked[e.head.ClusterQueue] = true
+			}
+			continue
+		}
+		c.queues.Done(e.head)
+		c.stats.Admitted++
+		log.V(3).Info("Workload admitted", "workload", a.info.Key, "clusterQueue", e.head.ClusterQueue)
+	}
+	clear(c.admissions)
+	c.admissions = c.admissions[:0]
 }
 
 func (c *cycle) pending(ctx context.Context, e *entry, reason, msg string, rr queue.RequeueReason) {
 	if e.cq == nil || e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.blocked[e.head.ClusterQueue] = true
+	} else {
+		c.queues.SetAside(e.head)
 	}
 	c.setPending(ctx, e.head, reason, msg, rr)
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -106,5 +107,57 @@ func TestMultiplePodSetsShareQuota(t *testing.T) {
 	want := "q: driver=1 nvidia.com/gpu:h100 workers=2 nvidia.com/gpu:a100"
 	if adm := e.applier.admitted["ns/a"]; adm == nil || flavorsOf(adm) != want {
 		t.Errorf("admission = %v, want %s", e.applier.admitted["ns/a"], want)
+	}
+}
+
+// TestFailedWriteKeepsQuotaForTheCycle: a head whose admission write fails
+// keeps its quota in the cycle's snapshot, so that no later head of the
+// cycle takes it; written one by one or together, the same holds.
+func TestFailedWriteKeepsQuotaForTheCycle(t *testing.T) {
+	for _, parallelism := range []int{1, 4} {
+		e := newEnv(envInputs{
+			flavors: gpuFlavors(),
+			queues:  []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "4")).Obj()},
+			pending: []*berthv1alpha1.Workload{
+				mkWL("high", "ns").Queue("q").Priority(10).Request(1, "nvidia.com/gpu", "4").Obj(),
+				mkWL("low", "ns").Queue("q").Request(1, "nvidia.com/gpu", "4").Obj(),
+			},
+		})
+		e.sched.parallelism = parallelism
+		e.applier.failAdmit["ns/high"] = true
+		got := e.sched.Schedule(context.Background())
+		if diff := cmp.Diff(Stats{Pending: 1}, got); diff != "" {
+			t.Errorf("parallelism %d: stats (-want +got):\n%s", parallelism, diff)
+		}
+		if _, ok := e.applier.admitted["ns/low"]; ok {
+			t.Errorf("parallelism %d: low took the quota of a head whose write failed", parallelism)
+		}
+	}
+}
+
+// TestShapeSetAsideOnce: workloads of one shape behind a head that does
+// not fit are not tried one by one; a smaller one behind them still is.
+func TestShapeSetAsideOnce(t *testing.T) {
+	pending := []*berthv1alpha1.Workload{mkWL("small", "ns").Queue("q").Created(time.Hour).Request(1, "nvidia.com/gpu", "1").Obj()}
+	for i := range 50 {
+		pending = append(pending, mkWL(fmt.Sprintf("big-%02d", i), "ns").Queue("q").Created(time.Duration(i)*time.Second).Request(1, "nvidia.com/gpu", "8").Obj())
+	}
+	e := newEnv(envInputs{
+		flavors: gpuFlavors(),
+		queues:  []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "4")).Obj()},
+		pending: pending,
+	})
+	got := e.sched.Schedule(context.Background())
+	if diff := cmp.Diff(Stats{Admitted: 1, Pending: 1}, got); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	if n := len(e.queues.Inadmissible("q")); n != 50 {
+		t.Errorf("%d workloads set aside, want the 50 big ones", n)
+	}
+	// Freed quota re-activates the whole shape: its head is tried again,
+	// once.
+	e.queues.QueueInadmissible("q")
+	if diff := cmp.Diff(Stats{Pending: 1}, e.sched.Schedule(context.Background())); diff != "" {
+		t.Errorf("second cycle stats (-want +got):\n%s", diff)
 	}
 }

@@ -16,6 +16,8 @@ type Scheduler struct {
 	queues  *queue.Manager
 	applier Applier
 	now     func() time.Time
+	// parallelism is how many admission writes go out at once.
+	parallelism int
 }
 
 // Option configures a Scheduler.
@@ -26,9 +28,15 @@ func WithClock(now func() time.Time) Option {
 	return func(s *Scheduler) { s.now = now }
 }
 
+// WithParallelism sets how many admission writes of a round go out at
+// once; 1, the default, writes them one after another.
+func WithParallelism(n int) Option {
+	return func(s *Scheduler) { s.parallelism = n }
+}
+
 // New returns a Scheduler.
 func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler {
-	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now}
+	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now, parallelism: 1}
 	for _, o := range opts {
 		o(s)
 	}

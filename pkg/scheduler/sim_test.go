@@ -3,8 +3,11 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand"
 	"sort"
+	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,7 +24,9 @@ import (
 // the objects, feeds the cache and queues, finishes workloads and requeues
 // preempted ones, so that many cycles can run against random scenarios.
 type sim struct {
+	seed    int64
 	rng     *rand.Rand
+	mu      sync.Mutex
 	cache   *cache.Cache
 	queues  *queue.Manager
 	sched   *Scheduler
@@ -34,8 +39,11 @@ type sim struct {
 	// Decisions of the current cycle.
 	admitted  map[string]*berthv1alpha1.Admission
 	preempted []preemptionEvent
-	// pairs counts preemptions per "preemptor>victim".
-	pairs   map[string]int
+	// pairs records, per "preemptor>victim", how many workloads had
+	// finished when the preemption happened.
+	pairs map[string]int
+	// finished counts the workloads finished so far.
+	finished int
 	nextID  int
 	flavors []string
 }
@@ -46,10 +54,17 @@ type preemptionEvent struct {
 
 var _ Applier = (*sim)(nil)
 
+// Admit fails one write in twenty, chosen by a hash of the workload and
+// the time rather than by the random source, so that a scenario is the
+// same whatever order parallel writes come in.
 func (s *sim) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) error {
-	if s.rng.Intn(20) == 0 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(workload.Key(wl) + s.now.String() + strconv.FormatInt(s.seed, 10)))
+	if h.Sum32()%20 == 0 {
 		return fmt.Errorf("injected write failure")
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.admitted[workload.Key(wl)] = adm
 	return nil
 }
@@ -68,15 +83,16 @@ func (s *sim) SetPending(_ context.Context, wl *berthv1alpha1.Workload, _, _ str
 	return wl, nil
 }
 
-func newSim(seed int64) *sim {
+// newSim builds a random scenario; parallelism is the scheduler's.
+func newSim(seed int64, parallelism int) *sim {
 	rng := rand.New(rand.NewSource(seed))
 	s := &sim{
-		rng: rng, cache: cache.New(), queues: queue.NewManager(), now: utiltesting.BaseTime,
+		seed: seed, rng: rng, cache: cache.New(), queues: queue.NewManager(), now: utiltesting.BaseTime,
 		cqs:  map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue{},
 		objs: map[string]*berthv1alpha1.Workload{}, cqOf: map[string]berthv1alpha1.ClusterQueueReference{},
 		pairs: map[string]int{}, flavors: []string{"f0", "f1"},
 	}
-	s.sched = New(s.cache, s.queues, s, WithClock(func() time.Time { return s.now }))
+	s.sched = New(s.cache, s.queues, s, WithClock(func() time.Time { return s.now }), WithParallelism(parallelism))
 	for _, f := range s.flavors {
 		s.cache.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor(f))
 	}
@@ -220,6 +236,7 @@ func (s *sim) settle(finishOneIn int) {
 				panic(err)
 			}
 		case s.rng.Intn(finishOneIn) == 0:
+			s.finished++
 			s.cache.DeleteWorkload(key)
 			delete(s.objs, key)
 		default:

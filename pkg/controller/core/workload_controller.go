@@ -88,8 +88,11 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 	key := workload.Key(wl)
 	log := ctrl.LoggerFrom(ctx)
 	if r.cache.IsAssumed(key) {
-		// The scheduler has just admitted it; this is an older version.
-		log.V(3).Info("Skipping an older version of an assumed workload")
+		// The scheduler has just admitted it, and its write has not been
+		// seen yet. Keep the assumed quota; should the write fail, the
+		// retry starts from this version.
+		log.V(3).Info("Pending version of an assumed workload")
+		r.queues.Refresh(wl)
 		return ctrl.Result{}, nil
 	}
 	if cq := r.cache.DeleteWorkload(key); cq != "" {

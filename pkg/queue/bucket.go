@@ -1,0 +1,142 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// A bucket holds the pending workloads of one ClusterQueue that have the
+// same shape: the same podsets with the same counts, per-pod requests,
+// tolerations and node selector. Workloads of one shape need exactly the
+// same quota and may go to exactly the same flavors, so when a bucket's
+// head cannot be admitted nor make room by preemption, no workload behind
+// it can either: they have no higher priority, hence no more preemption
+// candidates. The bucket is then set aside as a whole, and a cycle costs
+// one evaluation per shape instead of one per pending workload.
+type bucket struct {
+	shape string
+	heap  *heap
+	// pos is the bucket's index in its queue's ready heap, -1 when it is
+	// not there: empty or set aside.
+	pos int
+	// aside is true while the bucket waits for an event that could let its
+	// head fit.
+	aside bool
+}
+
+func (b *bucket) head() *workload.Info {
+	if len(b.heap.items) == 0 {
+		return nil
+	}
+	return b.heap.items[0]
+}
+
+// buckets is a heap of non-empty buckets ordered by their heads, so that
+// its top holds the queue's next workload.
+type buckets []*bucket
+
+func (bs buckets) less(i, j int) bool { return Less(bs[i].head(), bs[j].head()) }
+
+func (bs buckets) swap(i, j int) {
+	bs[i], bs[j] = bs[j], bs[i]
+	bs[i].pos, bs[j].pos = i, j
+}
+
+func (bs *buckets) push(b *bucket) {
+	b.pos = len(*bs)
+	*bs = append(*bs, b)
+	bs.up(b.pos)
+}
+
+func (bs *buckets) remove(b *bucket) {
+	i, last := b.pos, len(*bs)-1
+	if i != last {
+		bs.swap(i, last)
+	}
+	(*bs)[last] = nil
+	*bs = (*bs)[:last]
+	b.pos = -1
+	if i != last {
+		bs.fix(i)
+	}
+}
+
+func (bs buckets) fix(i int) {
+	if !bs.down(i) {
+		bs.up(i)
+	}
+}
+
+func (bs buckets) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !bs.less(i, p) {
+			return
+		}
+		bs.swap(i, p)
+		i = p
+	}
+}
+
+func (bs buckets) down(i int) bool {
+	start, n := i, len(bs)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && bs.less(r, l) {
+			c = r
+		}
+		if !bs.less(c, i) {
+			break
+		}
+		bs.swap(i, c)
+		i = c
+	}
+	return i > start
+}
+
+// shapeOf is the bucket key of info: everything flavor assignment and
+// preemption look at besides priority and queue time.
+func shapeOf(info *workload.Info) string {
+	var b strings.Builder
+	for i := range info.PodSets {
+		ps := &info.PodSets[i]
+		b.WriteString(ps.Name)
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(int(ps.Count)))
+		b.WriteByte('/')
+		b.WriteString(strconv.Itoa(int(ps.MinCount)))
+		names := make([]corev1.ResourceName, 0, len(ps.PerPod))
+		for r := range ps.PerPod {
+			names = append(names, r)
+		}
+		slices.Sort(names)
+		for _, r := range names {
+			b.WriteByte(' ')
+			b.WriteString(string(r))
+			b.WriteByte('=')
+			b.WriteString(strconv.FormatInt(ps.PerPod[r], 10))
+		}
+		if len(ps.NodeSelector) > 0 {
+			// %v prints a map sorted by key.
+			fmt.Fprintf(&b, " sel=%v", ps.NodeSelector)
+		}
+		for _, t := range ps.Tolerations {
+			fmt.Fprintf(&b, " tol=%s/%s/%s/%s", t.Key, t.Operator, t.Value, t.Effect)
+			if t.TolerationSeconds != nil {
+				fmt.Fprintf(&b, "/%d", *t.TolerationSeconds)
+			}
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}

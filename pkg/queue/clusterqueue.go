@@ -1,0 +1,144 @@
+package queue
+
+import (
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// clusterQueue holds the pending workloads of one ClusterQueue, in buckets
+// by shape. A workload is in exactly one of: a bucket (queued, possibly set
+// aside with its bucket) or inFlight (popped by a cycle).
+type clusterQueue struct {
+	name     berthv1alpha1.ClusterQueueReference
+	cohort   berthv1alpha1.CohortReference
+	strategy berthv1alpha1.QueueingStrategy
+
+	buckets map[string]*bucket
+	// of maps the key of each queued workload to its bucket.
+	of map[string]*bucket
+	// ready holds the buckets that have workloads and are not set aside.
+	ready buckets
+	// aside holds the buckets set aside.
+	aside    map[*bucket]struct{}
+	inFlight map[string]flight
+	// activations counts the events that re-activated the queue.
+	activations int64
+}
+
+// flight is a workload popped by a cycle, with its bucket's shape.
+type flight struct {
+	info  *workload.Info
+	shape string
+	// latest is a newer version seen while in flight (see Refresh).
+	latest *workload.Info
+}
+
+func newClusterQueue(name berthv1alpha1.ClusterQueueReference) *clusterQueue {
+	return &clusterQueue{
+		name: name, buckets: map[string]*bucket{}, of: map[string]*bucket{},
+		aside: map[*bucket]struct{}{}, inFlight: map[string]flight{},
+	}
+}
+
+// bucketFor returns the bucket of shape, created empty if needed.
+func (q *clusterQueue) bucketFor(shape string) *bucket {
+	b := q.buckets[shape]
+	if b == nil {
+		b = &bucket{shape: shape, heap: newHeap(), pos: -1}
+		q.buckets[shape] = b
+	}
+	return b
+}
+
+// push queues info in the bucket of shape, replacing a queued entry with
+// the same key, and returns the bucket.
+func (q *clusterQueue) push(info *workload.Info, shape string) *bucket {
+	b := q.bucketFor(shape)
+	b.heap.pushOrUpdate(info)
+	q.of[info.Key] = b
+	q.settle(b)
+	return b
+}
+
+// remove drops the queued workload with key, if it is queued.
+func (q *clusterQueue) remove(key string) {
+	b := q.of[key]
+	if b == nil {
+		return
+	}
+	b.heap.remove(key)
+	delete(q.of, key)
+	q.settle(b)
+}
+
+// pop takes the queue's next workload out of its bucket into flight.
+func (q *clusterQueue) pop() *workload.Info {
+	if len(q.ready) == 0 {
+		return nil
+	}
+	b := q.ready[0]
+	info := b.heap.pop()
+	delete(q.of, info.Key)
+	q.inFlight[info.Key] = flight{info: info, shape: b.shape}
+	q.settle(b)
+	return info
+}
+
+// setAside sets b aside until the next activation.
+func (q *clusterQueue) setAside(b *bucket) {
+	b.aside = true
+	q.aside[b] = struct{}{}
+	q.settle(b)
+}
+
+// putBack returns b from aside to the ready buckets.
+func (q *clusterQueue) putBack(b *bucket) {
+	if !b.aside {
+		return
+	}
+	b.aside = false
+	delete(q.aside, b)
+	q.settle(b)
+}
+
+// activate puts back every bucket set aside: an event may let their heads
+// fit now.
+func (q *clusterQueue) activate() {
+	q.activations++
+	for b := range q.aside {
+		q.putBack(b)
+	}
+}
+
+// settle puts b where its state says: in ready when it has workloads and
+// is not set aside, out of it otherwise. An empty bucket not set aside is
+// dropped.
+func (q *clusterQueue) settle(b *bucket) {
+	want := !b.aside && b.heap.len() > 0
+	switch {
+	case want && b.pos >= 0:
+		q.ready.fix(b.pos)
+	case want:
+		q.ready.push(b)
+	case b.pos >= 0:
+		q.ready.remove(b)
+	}
+	if b.heap.len() == 0 && !b.aside {
+		delete(q.buckets, b.shape)
+	}
+}
+
+// queued is the number of workloads in buckets, set aside or not.
+func (q *clusterQueue) queued() int { return len(q.of) }
+
+// keys returns the keys of the queued workloads in buckets that are (aside
+// true) or are not (aside false) set aside.
+func (q *clusterQueue) keys(aside bool) []*workload.Info {
+	var out []*workload.Info
+	for _, b := range q.buckets {
+		if b.aside == aside {
+			out = append(out, b.heap.items...)
+		}
+	}
+	return out
+}
