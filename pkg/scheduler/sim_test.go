@@ -44,8 +44,8 @@ type sim struct {
 	pairs map[string]int
 	// finished counts the workloads finished so far.
 	finished int
-	nextID  int
-	flavors []string
+	nextID   int
+	flavors  []string
 }
 
 type preemptionEvent struct {

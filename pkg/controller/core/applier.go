@@ -55,11 +55,16 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 	return nil
 }
 
-// Preempt evicts victim to make room for another workload.
+// Preempt evicts victim to make room for another workload. A victim that
+// no job integration owns has nothing to stop: the same write requeues it
+// and releases its quota.
 func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, reason, message string) error {
 	patched := victim.DeepCopy()
 	workload.SetCondition(patched, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, message)
 	workload.SetCondition(patched, berthv1alpha1.WorkloadPreempted, metav1.ConditionTrue, reason, message)
+	if metav1.GetControllerOf(victim) == nil {
+		setRequeued(patched)
+	}
 	if err := patchStatus(ctx, a.client, victim, patched); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,7 @@ type ClusterQueueReconciler struct {
 	cache    *cache.Cache
 	queues   *queue.Manager
 	notifier *StatusNotifier
+	pacer    *statusPacer
 
 	mu sync.Mutex
 	// synced is the generation of each queue the engine has, so that
@@ -62,7 +64,13 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		controllerutil.RemoveFinalizer(cq, ResourceInUseFinalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Update(ctx, cq))
 	}
+	oldConditions := slices.Clone(cq.Status.Conditions)
 	if setClusterQueueStatus(cq, st) {
+		if sameActive(oldConditions, cq.Status.Conditions) {
+			if wait := r.pacer.wait(cq.Name); wait > 0 {
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
+		}
 		return ctrl.Result{}, writeStatus(ctx, r.client, cq, cq.Status)
 	}
 	return ctrl.Result{}, nil
@@ -98,6 +106,7 @@ func (r *ClusterQueueReconciler) syncEngine(ctx context.Context, cq *berthv1alph
 func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
 	r.mu.Lock()
 	delete(r.synced, name)
+	r.pacer.forget(name)
 	r.mu.Unlock()
 	r.cache.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
 	metrics.ClusterQueueDeleted(name)

@@ -29,26 +29,31 @@ func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, rea
 // admission cleared, QuotaReserved=False, Admitted=False, Requeued=True.
 func Requeue(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload) error {
 	patched := wl.DeepCopy()
+	setRequeued(patched)
+	return patchStatus(ctx, c, wl, patched)
+}
+
+// setRequeued changes wl, evicted, into its requeued self.
+func setRequeued(wl *berthv1alpha1.Workload) {
 	reason := berthv1alpha1.ReasonPending
 	why := "the workload was evicted"
 	if ev := workload.FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil {
 		reason, why = ev.Reason, ev.Message
 	}
-	patched.Status.Admission = nil
+	wl.Status.Admission = nil
 	msg := fmt.Sprintf("Requeued after eviction (%s): %s", reason, why)
-	workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
-	workload.SetCondition(patched, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
-	workload.SetCondition(patched, berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, reason, msg)
-	if workload.FindCondition(patched, berthv1alpha1.WorkloadPodsReady) != nil {
-		workload.SetCondition(patched, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+	workload.SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+	workload.SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+	workload.SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, reason, msg)
+	if workload.FindCondition(wl, berthv1alpha1.WorkloadPodsReady) != nil {
+		workload.SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
 	}
-	state := patched.Status.RequeueState
+	state := wl.Status.RequeueState
 	if state == nil {
 		state = &berthv1alpha1.RequeueState{}
 	}
 	state.Count = ptr.To(ptr.Deref(state.Count, 0) + 1)
-	patched.Status.RequeueState = state
-	return patchStatus(ctx, c, wl, patched)
+	wl.Status.RequeueState = state
 }
 
 // Finish marks a workload finished; its quota is released.

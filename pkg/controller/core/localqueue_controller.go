@@ -22,6 +22,7 @@ import (
 type LocalQueueReconciler struct {
 	client   client.Client
 	notifier *StatusNotifier
+	pacer    *statusPacer
 
 	mu sync.Mutex
 	// seen is the generation of each LocalQueue last handled, so that only
@@ -45,6 +46,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	r.seen[req.NamespacedName] = gen
 	if gen == 0 {
 		delete(r.seen, req.NamespacedName)
+		r.pacer.forget(req.String())
 	}
 	r.mu.Unlock()
 	if changed {
@@ -59,6 +61,11 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	orig := lq.DeepCopy()
 	if err := r.setStatus(ctx, lq); err != nil || equality.Semantic.DeepEqual(orig.Status, lq.Status) {
 		return ctrl.Result{}, err
+	}
+	if sameActive(orig.Status.Conditions, lq.Status.Conditions) {
+		if wait := r.pacer.wait(req.String()); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	return ctrl.Result{}, writeStatus(ctx, r.client, lq, lq.Status)
 }

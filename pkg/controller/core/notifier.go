@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -21,6 +23,52 @@ import (
 // one write a second per queue is plenty for people and costs the API
 // server little.
 const statusDelay = time.Second
+
+// statusInterval is the least time between two writes of one queue's
+// status while only its counts and usage change. A busy queue's counts
+// change with every admission; written each second, the statuses of a few
+// dozen queues cost the API server as much as the admissions themselves.
+const statusInterval = 5 * time.Second
+
+// statusPacer spaces the status writes of each queue by statusInterval.
+type statusPacer struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func newStatusPacer() *statusPacer {
+	return &statusPacer{last: map[string]time.Time{}}
+}
+
+// wait says how long a write of key's status must wait. Zero means it may
+// be written now, and the write is then counted as done.
+func (p *statusPacer) wait(key string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if left := statusInterval - now.Sub(p.last[key]); left > 0 {
+		return left
+	}
+	p.last[key] = now
+	return 0
+}
+
+// forget drops what is known of a queue that is gone.
+func (p *statusPacer) forget(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.last, key)
+}
+
+// sameActive reports whether two condition lists agree on Active: a change
+// of it is written at once, not paced.
+func sameActive(a, b []metav1.Condition) bool {
+	ca, cb := meta.FindStatusCondition(a, berthv1alpha1.ConditionActive), meta.FindStatusCondition(b, berthv1alpha1.ConditionActive)
+	if ca == nil || cb == nil {
+		return ca == cb
+	}
+	return ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message && ca.ObservedGeneration == cb.ObservedGeneration
+}
 
 // StatusNotifier tells the ClusterQueue and LocalQueue reconcilers that a
 // queue's status may have changed, and tells the Workload reconciler that

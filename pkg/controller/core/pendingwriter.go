@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +29,11 @@ const (
 	// pendingWorkers write in parallel, so that one slow write does not
 	// hold the others.
 	pendingWorkers = 4
+	// pendingWritesPerSecond bounds the writes of reasons to wait, burst
+	// included. Admissions and evictions are what keep quota in use; when
+	// thousands of workloads wait at once, their explanations come a little
+	// later rather than take the API server from the decisions.
+	pendingWritesPerSecond = 20
 )
 
 // PendingWriter writes why workloads wait off the scheduler's path. It
@@ -35,10 +41,14 @@ const (
 // pendingFirstDelay, rewriting a reason whose numbers changed at most every
 // pendingRefresh. It writes against the current object and never over a
 // workload that holds quota or finished, so a late message cannot undo an
-// admission.
+// admission, and it writes at most pendingWritesPerSecond.
 type PendingWriter struct {
 	client client.Client
 	queue  workqueue.TypedDelayingInterface[types.NamespacedName]
+	// holdsQuota reports whether the scheduler holds quota for the workload
+	// with key "namespace/name", possibly before the informers know.
+	holdsQuota func(key string) bool
+	limiter    *rate.Limiter
 
 	mu      sync.Mutex
 	latest  map[types.NamespacedName]pendingReason
@@ -52,13 +62,16 @@ type writtenReason struct {
 	at     time.Time
 }
 
-// NewPendingWriter returns a writer; Start runs it.
-func NewPendingWriter(c client.Client) *PendingWriter {
+// NewPendingWriter returns a writer; Start runs it. holdsQuota tells it
+// which workloads the scheduler has admitted.
+func NewPendingWriter(c client.Client, holdsQuota func(key string) bool) *PendingWriter {
 	return &PendingWriter{
-		client:  c,
-		queue:   workqueue.NewTypedDelayingQueue[types.NamespacedName](),
-		latest:  map[types.NamespacedName]pendingReason{},
-		written: map[types.NamespacedName]writtenReason{},
+		client:     c,
+		holdsQuota: holdsQuota,
+		limiter:    rate.NewLimiter(pendingWritesPerSecond, pendingWritesPerSecond),
+		queue:      workqueue.NewTypedDelayingQueue[types.NamespacedName](),
+		latest:     map[types.NamespacedName]pendingReason{},
+		written:    map[types.NamespacedName]writtenReason{},
 	}
 }
 
@@ -116,6 +129,13 @@ func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) err
 	w.mu.Unlock()
 	if !ok {
 		return nil
+	}
+	if w.holdsQuota(key.String()) {
+		w.forget(key)
+		return nil
+	}
+	if err := w.limiter.Wait(ctx); err != nil {
+		return err
 	}
 	wl := &berthv1alpha1.Workload{}
 	if err := w.client.Get(ctx, key, wl); err != nil {

@@ -16,12 +16,19 @@ import (
 
 func TestPendingWriter(t *testing.T) {
 	cases := map[string]struct {
-		wl   *berthv1alpha1.Workload
-		want string
+		wl *berthv1alpha1.Workload
+		// assumed is whether the scheduler holds quota for it.
+		assumed bool
+		want    string
 	}{
 		"a waiting workload gets the message": {
 			wl:   utiltesting.MakeWorkload("w", "ns").Obj(),
 			want: "False: needs 4 cpu, 2 available",
+		},
+		"nothing is written over an admission not seen yet": {
+			wl:      utiltesting.MakeWorkload("w", "ns").Obj(),
+			assumed: true,
+			want:    "",
 		},
 		"a late message never undoes an admission": {
 			wl:   utiltesting.MakeWorkload("w", "ns").AdmittedIn("cq", "f").Obj(),
@@ -35,7 +42,7 @@ func TestPendingWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.wl).WithStatusSubresource(tc.wl).Build()
-			w := NewPendingWriter(c)
+			w := NewPendingWriter(c, func(string) bool { return tc.assumed })
 			stale := tc.wl.DeepCopy()
 			stale.Status = berthv1alpha1.WorkloadStatus{}
 			w.Set(stale, berthv1alpha1.ReasonPending, "needs 4 cpu, 2 available")
