@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -145,12 +146,33 @@ func (c *Cache) HoldsQuota(key string) bool {
 }
 
 // IsAssumed reports whether the scheduler admitted the workload with key
-// and the informers have not yet confirmed it: an older, pending version of
-// the workload seen meanwhile must not queue it again.
+// and the informers have not yet confirmed it.
 func (c *Cache) IsAssumed(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.assumed[key]
+}
+
+// AssumedSince reports whether the scheduler assumed wl admitted at wl's
+// version or a later one: wl, pending, is then an outdated view that must
+// neither release the assumed quota nor queue the workload again. A
+// pending version newer than the admission's means the workload changed
+// after it (the admission failed, or the workload was evicted since) and is
+// to be handled as pending. Resource versions are compared as numbers, as
+// etcd issues them.
+func (c *Cache) AssumedSince(wl *berthv1alpha1.Workload) bool {
+	key := workload.Key(wl)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.assumed[key] {
+		return false
+	}
+	assumed, err1 := strconv.ParseUint(c.byKey[key].Obj.ResourceVersion, 10, 64)
+	seen, err2 := strconv.ParseUint(wl.ResourceVersion, 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return seen <= assumed
 }
 
 // AssumeWorkload records that the scheduler admitted info (ClusterQueue and
@@ -166,6 +188,24 @@ func (c *Cache) AssumeWorkload(info *workload.Info) error {
 	c.add(info)
 	c.assumed[info.Key] = true
 	return nil
+}
+
+// UpdateAssumed records wl, as the API server returned it, as the object
+// of an assumed admission, so that the next write about the workload (a
+// preemption, say) carries its current resourceVersion even before the
+// informers deliver it. A workload no longer assumed is left alone.
+func (c *Cache) UpdateAssumed(wl *berthv1alpha1.Workload) {
+	key := workload.Key(wl)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	info, ok := c.byKey[key]
+	if !ok || !c.assumed[key] {
+		return
+	}
+	cp := *info
+	cp.Obj = wl
+	c.in.states[info.ClusterQueue].workloads.writable()[key] = &cp
+	c.byKey[key] = &cp
 }
 
 // ForgetWorkload rolls back AssumeWorkload after a failed write. A workload

@@ -8,6 +8,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/resources"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 func gpu(cq string, nominal string, limits ...string) *berthv1alpha1.ClusterQueue {
@@ -188,5 +189,34 @@ func TestEvictingOutlivesStaleVersions(t *testing.T) {
 	c.AddOrUpdateWorkload(running.DeepCopy())
 	if evicting() {
 		t.Error("a workload admitted again after its quota was released is still marked evicting")
+	}
+}
+
+// TestAssumedSince: a pending version the scheduler admitted from, or an
+// older one, is outdated; a newer one (the workload was requeued after the
+// admission, its reconcile seeing only the latest version) is not.
+func TestAssumedSince(t *testing.T) {
+	c := New()
+	c.AddOrUpdateClusterQueue(gpu("a", "8"))
+	pending := func(rv string) *berthv1alpha1.Workload {
+		w := utiltesting.MakeWorkload("w", "ns").Request(1, "nvidia.com/gpu", "8").Obj()
+		w.ResourceVersion = rv
+		return w
+	}
+	info := workload.NewInfo(pending("10"))
+	info.ClusterQueue = "a"
+	if err := c.AssumeWorkload(info); err != nil {
+		t.Fatal(err)
+	}
+	written := utiltesting.MakeWorkload("w", "ns").Request(1, "nvidia.com/gpu", "8").AdmittedIn("a", "h100").Obj()
+	written.ResourceVersion = "12"
+	c.UpdateAssumed(written)
+	got := []bool{c.AssumedSince(pending("9")), c.AssumedSince(pending("12")), c.AssumedSince(pending("13"))}
+	if diff := cmp.Diff([]bool{true, true, false}, got); diff != "" {
+		t.Errorf("AssumedSince for versions 9, 12, 13 (-want +got):\n%s", diff)
+	}
+	c.AddOrUpdateWorkload(written)
+	if c.AssumedSince(pending("9")) {
+		t.Error("a confirmed workload is still taken as assumed")
 	}
 }

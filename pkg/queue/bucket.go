@@ -28,6 +28,10 @@ type bucket struct {
 	// aside is true while the bucket waits for an event that could let its
 	// head fit.
 	aside bool
+	// parked is true for the rest of a cycle in which its head did not
+	// fit: the cycle's snapshot does not change, so neither would the
+	// answer for the workloads behind it.
+	parked bool
 }
 
 func (b *bucket) head() *workload.Info {

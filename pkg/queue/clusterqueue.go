@@ -18,8 +18,10 @@ type clusterQueue struct {
 	of map[string]*bucket
 	// ready holds the buckets that have workloads and are not set aside.
 	ready buckets
-	// aside holds the buckets set aside.
+	// aside holds the buckets set aside; parked those parked for the
+	// current cycle.
 	aside    map[*bucket]struct{}
+	parked   map[*bucket]struct{}
 	inFlight map[string]flight
 	// activations counts the events that re-activated the queue.
 	activations int64
@@ -29,14 +31,12 @@ type clusterQueue struct {
 type flight struct {
 	info  *workload.Info
 	shape string
-	// latest is a newer version seen while in flight (see Refresh).
-	latest *workload.Info
 }
 
 func newClusterQueue(name berthv1alpha1.ClusterQueueReference) *clusterQueue {
 	return &clusterQueue{
 		name: name, buckets: map[string]*bucket{}, of: map[string]*bucket{},
-		aside: map[*bucket]struct{}{}, inFlight: map[string]flight{},
+		aside: map[*bucket]struct{}{}, parked: map[*bucket]struct{}{}, inFlight: map[string]flight{},
 	}
 }
 
@@ -101,6 +101,22 @@ func (q *clusterQueue) putBack(b *bucket) {
 	q.settle(b)
 }
 
+// park keeps b out of the cycle under way.
+func (q *clusterQueue) park(b *bucket) {
+	b.parked = true
+	q.parked[b] = struct{}{}
+	q.settle(b)
+}
+
+// unparkAll ends a cycle: parked buckets are ready again unless set aside.
+func (q *clusterQueue) unparkAll() {
+	for b := range q.parked {
+		b.parked = false
+		delete(q.parked, b)
+		q.settle(b)
+	}
+}
+
 // activate puts back every bucket set aside: an event may let their heads
 // fit now.
 func (q *clusterQueue) activate() {
@@ -111,10 +127,10 @@ func (q *clusterQueue) activate() {
 }
 
 // settle puts b where its state says: in ready when it has workloads and
-// is not set aside, out of it otherwise. An empty bucket not set aside is
-// dropped.
+// is neither set aside nor parked, out of it otherwise. An empty bucket in
+// neither state is dropped.
 func (q *clusterQueue) settle(b *bucket) {
-	want := !b.aside && b.heap.len() > 0
+	want := !b.aside && !b.parked && b.heap.len() > 0
 	switch {
 	case want && b.pos >= 0:
 		q.ready.fix(b.pos)
@@ -123,7 +139,7 @@ func (q *clusterQueue) settle(b *bucket) {
 	case b.pos >= 0:
 		q.ready.remove(b)
 	}
-	if b.heap.len() == 0 && !b.aside {
+	if b.heap.len() == 0 && !b.aside && !b.parked {
 		delete(q.buckets, b.shape)
 	}
 }
@@ -131,8 +147,8 @@ func (q *clusterQueue) settle(b *bucket) {
 // queued is the number of workloads in buckets, set aside or not.
 func (q *clusterQueue) queued() int { return len(q.of) }
 
-// keys returns the keys of the queued workloads in buckets that are (aside
-// true) or are not (aside false) set aside.
+// keys returns the queued workloads in buckets that are (aside true) or
+// are not (aside false) set aside.
 func (q *clusterQueue) keys(aside bool) []*workload.Info {
 	var out []*workload.Info
 	for _, b := range q.buckets {

@@ -295,38 +295,25 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark 
 	return heads
 }
 
-// Refresh stores wl as the version of a workload that is queued or popped,
-// without re-sorting or re-activating anything: the scheduler's next write
-// about it then starts from wl. It is for versions seen while the
-// scheduler assumes the workload admitted: if that admission's write
-// fails, the retry must not carry an outdated resourceVersion.
-func (m *Manager) Refresh(wl *berthv1alpha1.Workload) {
-	info := workload.NewInfo(wl)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.queues[m.where[info.Key]]
-	if q == nil {
-		return
-	}
-	if b := q.of[info.Key]; b != nil {
-		b.heap.pushOrUpdate(info)
-		q.settle(b)
-		return
-	}
-	if f, ok := q.inFlight[info.Key]; ok {
-		f.latest = info
-		q.inFlight[info.Key] = f
-	}
-}
-
-// SetAside sets aside, for the rest of the cycle at least, the workloads
-// queued behind h that have its shape: h did not fit and could not make
-// room, so neither can they. Requeue decides whether they stay aside.
-func (m *Manager) SetAside(h Head) {
+// Park keeps the workloads queued behind h that have its shape out of the
+// rest of the cycle: h did not fit and could not make room on the cycle's
+// snapshot, so neither can they. EndCycle brings them back; Requeue decides
+// whether they are set aside until an event.
+func (m *Manager) Park(h Head) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO {
-		q.setAside(q.bucketFor(h.shape))
+		q.park(q.bucketFor(h.shape))
+	}
+}
+
+// EndCycle brings back every bucket parked during the cycle. Call it after
+// the cycle's heads are requeued.
+func (m *Manager) EndCycle() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, q := range m.queues {
+		q.unparkAll()
 	}
 }
 
@@ -342,15 +329,11 @@ func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	if q == nil {
 		return
 	}
-	f := q.inFlight[h.Info.Key]
-	if f.info != h.popped {
+	if q.inFlight[h.Info.Key].info != h.popped {
 		return
 	}
 	delete(q.inFlight, h.Info.Key)
 	info := h.Info
-	if f.latest != nil {
-		info = f.latest
-	}
 	b := q.push(info, h.shape)
 	fresh := q.activations == h.activations
 	switch {

@@ -193,23 +193,6 @@ func TestActivationAfterMarkIsNotLost(t *testing.T) {
 	}
 }
 
-// TestRefreshWhilePopped: a version seen while the head is popped is the
-// one that goes back to the queue.
-func TestRefreshWhilePopped(t *testing.T) {
-	m := NewManager()
-	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
-	_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("a", "ns").Obj(), "q")
-	h := m.Heads(nil, nil)[0]
-	newer := utiltesting.MakeWorkload("a", "ns").Obj()
-	newer.ResourceVersion = "2"
-	m.Refresh(newer)
-	m.Requeue(h, RequeueRetry)
-	heads := m.Heads(nil, nil)
-	if len(heads) != 1 || heads[0].Info.Obj != newer {
-		t.Fatalf("heads after a refresh while popped = %v, want the refreshed version", heads)
-	}
-}
-
 // TestShapeBuckets: a head that does not fit sets aside the workloads of
 // its shape queued behind it, not the others; a new workload of the shape
 // stays aside unless it goes ahead of the head that did not fit.
@@ -223,13 +206,27 @@ func TestShapeBuckets(t *testing.T) {
 	_ = m.AddOrUpdateWorkload(big("big-2", 2*time.Second, 0), "q")
 	_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("small", "ns").Created(3*time.Second).Request(1, "cpu", "1").Obj(), "q")
 	h := m.Heads(nil, nil)[0]
-	m.SetAside(h)
+	m.Park(h)
 	if next := m.Heads(nil, nil); len(next) != 1 || next[0].Info.Key != "ns/small" {
-		t.Fatalf("next head after setting big-1 aside = %v, want ns/small", next)
+		t.Fatalf("next head after parking big-1 = %v, want ns/small", next)
 	} else {
 		m.Done(next[0])
 	}
+	// An event during the cycle does not bring the parked bucket back to
+	// the cycle: its snapshot is the one big-1 did not fit.
+	m.QueueInadmissible("q")
+	if next := m.Heads(nil, nil); len(next) != 0 {
+		t.Fatalf("heads after an event = %v, want none while parked", next)
+	}
 	m.Requeue(h, RequeueInadmissible)
+	m.EndCycle()
+	if diff := cmp.Diff([]string{"ns/big-1", "ns/big-2"}, m.Order("q"), cmpEmptySlice); diff != "" {
+		t.Errorf("order after a cycle that saw an event (-want +got):\n%s", diff)
+	}
+	h = m.Heads(nil, nil)[0]
+	m.Park(h)
+	m.Requeue(h, RequeueInadmissible)
+	m.EndCycle()
 	_ = m.AddOrUpdateWorkload(big("big-3", 3*time.Second, 0), "q")
 	if diff := cmp.Diff([]string{"ns/big-1", "ns/big-2", "ns/big-3"}, m.Inadmissible("q")); diff != "" {
 		t.Errorf("set aside (-want +got):\n%s", diff)

@@ -17,8 +17,8 @@ import (
 // nopApplier accepts every decision.
 type nopApplier struct{ preempted []string }
 
-func (*nopApplier) Admit(context.Context, *berthv1alpha1.Workload, *berthv1alpha1.Admission) error {
-	return nil
+func (*nopApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, _ *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
+	return wl, nil
 }
 
 func (n *nopApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, _, _ string) error {

@@ -36,9 +36,15 @@ type cycle struct {
 	snap    *cache.Snapshot
 	blocked map[berthv1alpha1.ClusterQueueReference]bool
 	requeue []requeued
-	// admissions are the round's admissions, written together at its end.
-	admissions []admission
-	stats      Stats
+	// admissions are the cycle's admissions whose writes have not been
+	// settled; with parallelism above one they are under way.
+	admissions []*admission
+	writes     sync.WaitGroup
+	slots      chan struct{}
+	// strictWriting is set while an admission in a StrictFIFO queue is
+	// unsettled: nothing of that queue may be decided until it is.
+	strictWriting bool
+	stats         Stats
 }
 
 // admission is an assumed admission whose write is outstanding.
@@ -46,7 +52,9 @@ type admission struct {
 	e    *entry
 	info *workload.Info
 	adm  *berthv1alpha1.Admission
-	err  error
+	// written is the object as the API server returned it.
+	written *berthv1alpha1.Workload
+	err     error
 }
 
 type requeued struct {
@@ -60,7 +68,13 @@ type requeued struct {
 func (s *Scheduler) Schedule(ctx context.Context) Stats {
 	mark := s.queues.Mark()
 	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}}
+	if s.parallelism > 1 {
+		c.slots = make(chan struct{}, s.parallelism)
+	}
 	for {
+		if c.strictWriting {
+			c.settleAdmissions(ctx)
+		}
 		heads := s.queues.Heads(c.blocked, mark)
 		if len(heads) == 0 {
 			break
@@ -73,11 +87,12 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		for i := range entries {
 			c.process(ctx, &entries[i])
 		}
-		c.writeAdmissions(ctx)
 	}
+	c.settleAdmissions(ctx)
 	for _, r := range c.requeue {
 		s.queues.Requeue(r.head, r.reason)
 	}
+	s.queues.EndCycle()
 	return c.stats
 }
 
@@ -140,7 +155,7 @@ func (c *cycle) process(ctx context.Context, e *entry) {
 	}
 	switch a := e.assignment; a.Mode {
 	case flavorassigner.Fit, flavorassigner.Borrow:
-		c.admit(e)
+		c.admit(ctx, e)
 	case flavorassigner.Preempt:
 		c.preempt(ctx, e)
 	default:
@@ -149,9 +164,9 @@ func (c *cycle) process(ctx context.Context, e *entry) {
 }
 
 // admit assumes the head's admission in the cache and the snapshot at
-// once, so that later heads see its quota taken; the write goes out with
-// the rest of the round's (writeAdmissions).
-func (c *cycle) admit(e *entry) {
+// once, so that later heads see its quota taken, and sends the write on
+// its way; settleAdmissions collects the answer.
+func (c *cycle) admit(ctx context.Context, e *entry) {
 	info := *e.head.Info
 	info.ClusterQueue = e.head.ClusterQueue
 	info.Usage = e.assignment.Usage
@@ -161,38 +176,33 @@ func (c *cycle) admit(e *entry) {
 		return
 	}
 	c.snap.AddWorkload(&info)
-	c.admissions = append(c.admissions, admission{e: e, info: &info, adm: e.assignment.Admission(e.head.ClusterQueue)})
+	a := &admission{e: e, info: &info, adm: e.assignment.Admission(e.head.ClusterQueue)}
+	c.admissions = append(c.admissions, a)
+	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+		c.strictWriting = true
+	}
+	if c.slots != nil {
+		c.slots <- struct{}{}
+		c.writes.Go(func() {
+			defer func() { <-c.slots }()
+			a.written, a.err = c.applier.Admit(ctx, e.head.Info.Obj, a.adm)
+		})
+	}
 }
 
-// writeAdmissions writes the round's admissions, up to the scheduler's
-// parallelism at once, and settles each when all have answered. Every
-// decision of the next round is made knowing how this round's writes went,
-// exactly as if they had been written one by one.
-func (c *cycle) writeAdmissions(ctx context.Context) {
-	if len(c.admissions) == 0 {
-		return
-	}
-	if c.parallelism <= 1 || len(c.admissions) == 1 {
-		for i := range c.admissions {
-			a := &c.admissions[i]
-			a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
+// settleAdmissions waits for the outstanding admission writes (or, with a
+// parallelism of one, makes them in order) and settles each. A cycle's
+// writes go out while it goes on deciding; only a StrictFIFO queue waits
+// for its head's write before its next head is decided.
+func (c *cycle) settleAdmissions(ctx context.Context) {
+	if c.slots == nil {
+		for _, a := range c.admissions {
+			a.written, a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
 		}
-	} else {
-		sem := make(chan struct{}, c.parallelism)
-		var wg sync.WaitGroup
-		for i := range c.admissions {
-			a := &c.admissions[i]
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
-			})
-		}
-		wg.Wait()
 	}
+	c.writes.Wait()
 	log := logr.FromContextOrDiscard(ctx)
-	for i := range c.admissions {
-		a := &c.admissions[i]
+	for _, a := range c.admissions {
 		e := a.e
 		if a.err != nil {
 			log.Error(a.err, "Admitting workload", "workload", a.info.Key)
@@ -200,6 +210,9 @@ func (c *cycle) writeAdmissions(ctx context.Context) {
 			// to a later head now could admit the very workloads this one
 			// preempted, and the two would take turns.
 			c.cache.ForgetWorkload(a.info.Key)
+			// The quota is free again for the next cycle: wake what
+			// could not fit because of it.
+			c.queues.QueueInadmissible(e.head.ClusterQueue)
 			c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
 			if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 				// The head is retried next cycle; nothing may pass it.
@@ -207,19 +220,23 @@ func (c *cycle) writeAdmissions(ctx context.Context) {
 			}
 			continue
 		}
+		if a.written != nil {
+			c.cache.UpdateAssumed(a.written)
+		}
 		c.queues.Done(e.head)
 		c.stats.Admitted++
 		log.V(3).Info("Workload admitted", "workload", a.info.Key, "clusterQueue", e.head.ClusterQueue)
 	}
 	clear(c.admissions)
 	c.admissions = c.admissions[:0]
+	c.strictWriting = false
 }
 
 func (c *cycle) pending(ctx context.Context, e *entry, reason, msg string, rr queue.RequeueReason) {
 	if e.cq == nil || e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.blocked[e.head.ClusterQueue] = true
 	} else {
-		c.queues.SetAside(e.head)
+		c.queues.Park(e.head)
 	}
 	c.setPending(ctx, e.head, reason, msg, rr)
 }

@@ -89,9 +89,9 @@ type notifyApplier struct {
 	admitted chan string
 }
 
-func (n notifyApplier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) error {
+func (n notifyApplier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
 	n.admitted <- wl.Namespace + "/" + wl.Name
-	return nil
+	return wl, nil
 }
 
 func TestMultiplePodSetsShareQuota(t *testing.T) {

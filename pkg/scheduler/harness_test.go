@@ -32,13 +32,13 @@ func newFakeApplier() *fakeApplier {
 	return &fakeApplier{admitted: map[string]*berthv1alpha1.Admission{}, preempted: map[string]string{}, pending: map[string]string{}, failAdmit: map[string]bool{}}
 }
 
-func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) error {
+func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
 	if f.failAdmit[workload.Key(wl)] {
-		return errors.New("conflict")
+		return nil, errors.New("conflict")
 	}
 	f.admitted[workload.Key(wl)] = adm
 	delete(f.pending, workload.Key(wl))
-	return nil
+	return wl, nil
 }
 
 func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, _ string) error {

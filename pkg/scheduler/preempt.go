@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/go-logr/logr"
 
@@ -30,21 +31,38 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		return
 	}
 	evicting, failed := 0, 0
-	for _, t := range targets {
+	errs := make([]error, len(targets))
+	var writes sync.WaitGroup
+	for i, t := range targets {
 		c.snap.Claim(t.Info.Key)
 		if t.Info.Evicting {
 			evicting++
 			continue
 		}
 		msg := fmt.Sprintf("Preempted to accommodate workload %s (priority %d) in ClusterQueue %s", info.Key, info.Priority, e.head.ClusterQueue)
-		if err := c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg); err != nil {
-			logr.FromContextOrDiscard(ctx).Error(err, "Preempting workload", "workload", t.Info.Key, "preemptor", info.Key)
-			failed++
+		if c.slots == nil {
+			errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg)
 			continue
 		}
-		c.cache.MarkEvicting(t.Info.Key)
-		c.snap.MarkEvicting(t.Info)
-		c.stats.Preempted++
+		// The victims are written together: one round trip per preemptor.
+		c.slots <- struct{}{}
+		writes.Go(func() {
+			defer func() { <-c.slots }()
+			errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg)
+		})
+	}
+	writes.Wait()
+	for i, t := range targets {
+		switch {
+		case t.Info.Evicting:
+		case errs[i] != nil:
+			logr.FromContextOrDiscard(ctx).Error(errs[i], "Preempting workload", "workload", t.Info.Key, "preemptor", info.Key)
+			failed++
+		default:
+			c.cache.MarkEvicting(t.Info.Key)
+			c.snap.MarkEvicting(t.Info)
+			c.stats.Preempted++
+		}
 	}
 	var msg string
 	rr := queue.RequeueWaiting

@@ -50,11 +50,6 @@ func runScenario(seed int64, steps, parallelism int) error {
 		if err := s.checkCycle(strict); err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
 		}
-		if debugSim {
-			for k, a := range s.admitted {
-				fmt.Printf("step %d admitted %s in %s prio %d\n", step, k, a.ClusterQueue, workload.Priority(s.objs[k]))
-			}
-		}
 		s.applyDecisions()
 		if err := s.checkQuota(); err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
@@ -92,9 +87,6 @@ func (s *sim) checkCycle(strict map[berthv1alpha1.ClusterQueueReference][]string
 	for _, p := range s.preempted {
 		if err := s.checkVictim(p); err != nil {
 			return err
-		}
-		if debugSim {
-			fmt.Printf("preempt %s > %s (%s) cq %s -> victim cq %s\n", p.preemptor, p.victim, p.reason, s.cqOf[p.preemptor], s.cqOf[p.victim])
 		}
 		// The reverse preemption is thrashing unless quota was freed in
 		// between: a finished workload can put a queue back under its
@@ -211,5 +203,3 @@ func (s *sim) treeOf(cq *berthv1alpha1.ClusterQueue) string {
 		return c
 	}
 }
-
-var debugSim = false

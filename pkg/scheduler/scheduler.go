@@ -53,8 +53,9 @@ func (s *Scheduler) Start(ctx context.Context) {
 			return
 		case <-s.queues.Wakeup():
 		}
+		start := time.Now()
 		stats := s.Schedule(ctx)
-		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending)
+		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending, "duration", time.Since(start))
 	}
 }
 

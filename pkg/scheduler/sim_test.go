@@ -57,16 +57,16 @@ var _ Applier = (*sim)(nil)
 // Admit fails one write in twenty, chosen by a hash of the workload and
 // the time rather than by the random source, so that a scenario is the
 // same whatever order parallel writes come in.
-func (s *sim) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) error {
+func (s *sim) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(workload.Key(wl) + s.now.String() + strconv.FormatInt(s.seed, 10)))
 	if h.Sum32()%20 == 0 {
-		return fmt.Errorf("injected write failure")
+		return nil, fmt.Errorf("injected write failure")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.admitted[workload.Key(wl)] = adm
-	return nil
+	return nil, nil
 }
 
 func (s *sim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) error {
@@ -75,6 +75,8 @@ func (s *sim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg
 	if _, err := fmt.Sscanf(msg, "Preempted to accommodate workload %s (priority %d)", &preemptor, &prio); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.preempted = append(s.preempted, preemptionEvent{victim: workload.Key(wl), preemptor: preemptor, reason: reason})
 	return nil
 }

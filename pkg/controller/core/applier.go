@@ -34,7 +34,7 @@ func NewApplier(c client.Client, recorder events.EventRecorder, pending *Pending
 }
 
 // Admit reserves quota and admits wl in one write.
-func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admission *berthv1alpha1.Admission) error {
+func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admission *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
 	patched := wl.DeepCopy()
 	patched.Status.Admission = admission
 	msg := fmt.Sprintf("Quota reserved in ClusterQueue %s", admission.ClusterQueue)
@@ -49,10 +49,10 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 		}
 	}
 	if err := patchStatus(ctx, a.client, wl, patched); err != nil {
-		return err
+		return nil, err
 	}
 	metrics.AdmittedWorkloads.WithLabelValues(string(admission.ClusterQueue)).Inc()
-	return nil
+	return patched, nil
 }
 
 // Preempt evicts victim to make room for another workload. A victim that

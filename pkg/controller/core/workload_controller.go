@@ -87,12 +87,10 @@ const unknownQueueRetry = time.Second
 func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
 	key := workload.Key(wl)
 	log := ctrl.LoggerFrom(ctx)
-	if r.cache.IsAssumed(key) {
-		// The scheduler has just admitted it, and its write has not been
-		// seen yet. Keep the assumed quota; should the write fail, the
-		// retry starts from this version.
-		log.V(3).Info("Pending version of an assumed workload")
-		r.queues.Refresh(wl)
+	if r.cache.AssumedSince(wl) {
+		// The scheduler has just admitted it, from this version or a
+		// later one, and the informers are behind.
+		log.V(3).Info("Skipping an older version of an assumed workload")
 		return ctrl.Result{}, nil
 	}
 	if cq := r.cache.DeleteWorkload(key); cq != "" {

@@ -68,7 +68,13 @@ func StartController(ctx context.Context, binary, kubeconfig, dir string) (*Cont
 	if err != nil {
 		return nil, err
 	}
-	c.cmd = exec.Command(binary, "--config", cfgPath)
+	args := []string{"--config", cfgPath}
+	if level := os.Getenv("BERTH_LOG_LEVEL"); level != "" {
+		// As for the local cluster (hack/local-berth.sh): more detail in
+		// the controller's log, for looking into a run.
+		args = append(args, "--zap-log-level="+level)
+	}
+	c.cmd = exec.Command(binary, args...)
 	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	if err := c.cmd.Start(); err != nil {

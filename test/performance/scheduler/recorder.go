@@ -183,7 +183,9 @@ type Result struct {
 	// Unfinished workloads were not finished when the run stopped; Wall
 	// is then the time until the run stopped.
 	Unfinished int
-	Errors     []error
+	// Stuck names a few unfinished workloads, for the error message.
+	Stuck  []string
+	Errors []error
 }
 
 // Result returns what was measured so far.
@@ -201,6 +203,9 @@ func (r *Recorder) Result() Result {
 		res.Admissions += rec.evictions
 		if !rec.finished {
 			res.Unfinished++
+			if len(res.Stuck) < 5 {
+				res.Stuck = append(res.Stuck, rec.planned.Namespace+"/"+rec.planned.Name)
+			}
 			continue
 		}
 		res.Admissions++

@@ -102,7 +102,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
 	}
 	if res.Unfinished > 0 {
-		err = fmt.Errorf("%d of %d workloads did not finish in %s; see %s", res.Unfinished, len(s.Workloads), res.Wall, berth.Log)
+		err = fmt.Errorf("%d of %d workloads did not finish in %s (among them %v); see %s", res.Unfinished, len(s.Workloads), res.Wall, res.Stuck, berth.Log)
 	}
 	return sum, errors.Join(append([]error{err}, res.Errors...)...)
 }
