@@ -60,6 +60,14 @@ func (q *clusterQueue) push(info *workload.Info, shape string) *bucket {
 	return b
 }
 
+// version returns the queued or popped entry of key, nil if none.
+func (q *clusterQueue) version(key string) *workload.Info {
+	if b := q.of[key]; b != nil {
+		return b.heap.items[b.heap.index[key]]
+	}
+	return q.inFlight[key].info
+}
+
 // remove drops the queued workload with key, if it is queued.
 func (q *clusterQueue) remove(key string) {
 	b := q.of[key]

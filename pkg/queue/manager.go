@@ -155,6 +155,10 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 		m.removeLocked(info.Key)
 	}
 	m.where[info.Key] = cq
+	if known := q.version(info.Key); known != nil && wl.ResourceVersion != "" && known.Obj.ResourceVersion == wl.ResourceVersion {
+		// The version already queued or popped: a periodic resync.
+		return nil
+	}
 	delete(q.inFlight, info.Key)
 	if b := q.of[info.Key]; b != nil {
 		prev := b.heap.items[b.heap.index[info.Key]]
@@ -302,7 +306,9 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark 
 func (m *Manager) Park(h Head) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO {
+	// After an event since the cycle's mark the snapshot is outdated, and
+	// the bucket's next head may fit on a newer one: it stays in the cycle.
+	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO && q.activations == h.activations {
 		q.park(q.bucketFor(h.shape))
 	}
 }

@@ -43,14 +43,24 @@ func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler
 	return s
 }
 
+// retryAllEvery is how often every set-aside workload is tried again,
+// event or not: a backstop, like kube-scheduler's flush of unschedulable
+// pods, so that no missed event can leave a workload waiting for good.
+const retryAllEvery = 30 * time.Second
+
 // Start runs a cycle whenever the queue manager signals work, until ctx is
-// done. It never polls: a cycle that changes nothing is followed by a wait.
+// done. Between events it waits, except for the retryAllEvery backstop.
 func (s *Scheduler) Start(ctx context.Context) {
 	log := logr.FromContextOrDiscard(ctx)
+	retryAll := time.NewTicker(retryAllEvery)
+	defer retryAll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-retryAll.C:
+			s.queues.QueueAllInadmissible()
+			continue
 		case <-s.queues.Wakeup():
 		}
 		start := time.Now()

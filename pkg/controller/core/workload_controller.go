@@ -79,6 +79,11 @@ func (r *WorkloadReconciler) forget(key string) {
 	}
 }
 
+// pendingResync is how often a pending workload is handed to the queues
+// again. It costs nothing when the queues hold its version, and it bounds
+// how long a workload can wait should an event about it ever be missed.
+const pendingResync = time.Minute
+
 // unknownQueueRetry is how soon a workload whose ClusterQueue exists but
 // has not reached the scheduler yet (its reconciler has not run) is tried
 // again.
@@ -122,7 +127,7 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: pendingResync}, nil
 }
 
 // setInadmissible says why a workload cannot be queued at all. It writes

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,11 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/test/util/apiserver"
@@ -102,6 +105,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
 	}
 	if res.Unfinished > 0 {
+		dumpStuck(ctx, c, res.Stuck, opts.OutDir)
 		err = fmt.Errorf("%d of %d workloads did not finish in %s (among them %v); see %s", res.Unfinished, len(s.Workloads), res.Wall, res.Stuck, berth.Log)
 	}
 	return sum, errors.Join(append([]error{err}, res.Errors...)...)
@@ -342,3 +346,22 @@ func summarize(opts Options, s *Scenario, res Result, wps float64) *Summary {
 
 // SummaryDir is where a config's summary goes: _output/perf/<name>.
 func SummaryDir(root, name string) string { return filepath.Join(root, "_output", "perf", name) }
+
+// dumpStuck writes the current state of a few unfinished workloads to
+// stuck.yaml in dir, for looking into a run that did not finish.
+func dumpStuck(ctx context.Context, c client.Client, keys []string, dir string) {
+	var out []byte
+	for _, key := range keys {
+		ns, name, _ := strings.Cut(key, "/")
+		wl := &berthv1alpha1.Workload{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, wl); err != nil {
+			out = append(out, fmt.Sprintf("# %s: %v\n", key, err)...)
+			continue
+		}
+		wl.ManagedFields = nil
+		data, _ := yaml.Marshal(wl)
+		out = append(out, "---\n"...)
+		out = append(out, data...)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "stuck.yaml"), out, 0o644)
+}
