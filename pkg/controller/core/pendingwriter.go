@@ -130,12 +130,14 @@ func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) err
 	if !ok {
 		return nil
 	}
+	if err := w.limiter.Wait(ctx); err != nil {
+		return err
+	}
+	// After the wait: the scheduler may have admitted it meanwhile, and a
+	// message written now would make that admission's write conflict.
 	if w.holdsQuota(key.String()) {
 		w.forget(key)
 		return nil
-	}
-	if err := w.limiter.Wait(ctx); err != nil {
-		return err
 	}
 	wl := &berthv1alpha1.Workload{}
 	if err := w.client.Get(ctx, key, wl); err != nil {
