@@ -44,13 +44,14 @@ func AddToScheme(scheme *runtime.Scheme, integrations []string) error {
 	return nil
 }
 
-// Setup wires the admission engine, the reconcilers, the job integrations
-// and the scheduler into mgr. The scheduler runs on the leader only.
-// admissionWriters is how many admission writes of a scheduling round go
-// out at once. Each is one small status patch; in parallel, a round costs
-// about one round trip to the API server instead of one per admission.
+// admissionWriters is how many admission and preemption writes of a
+// scheduling cycle are under way at once. Each is one small status patch;
+// in parallel, a cycle costs about one round trip to the API server
+// instead of one per decision.
 const admissionWriters = 32
 
+// Setup wires the admission engine, the reconcilers, the job integrations
+// and the scheduler into mgr. The scheduler runs on the leader only.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	c := cache.New()
 	q := queue.NewManager()
