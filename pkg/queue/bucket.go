@@ -32,6 +32,9 @@ type bucket struct {
 	// fit: the cycle's snapshot does not change, so neither would the
 	// answer for the workloads behind it.
 	parked bool
+	// untold are the keys of workloads pushed since the bucket last told
+	// its members why they wait (see Behind).
+	untold []string
 }
 
 func (b *bucket) head() *workload.Info {

@@ -25,6 +25,9 @@ type clusterQueue struct {
 	inFlight map[string]flight
 	// activations counts the events that re-activated the queue.
 	activations int64
+	// told holds the queued workloads already told that they wait behind
+	// a head of their shape; each is told once while it is queued.
+	told map[string]bool
 }
 
 // flight is a workload popped by a cycle, with its bucket's shape.
@@ -37,6 +40,7 @@ func newClusterQueue(name berthv1alpha1.ClusterQueueReference) *clusterQueue {
 	return &clusterQueue{
 		name: name, buckets: map[string]*bucket{}, of: map[string]*bucket{},
 		aside: map[*bucket]struct{}{}, parked: map[*bucket]struct{}{}, inFlight: map[string]flight{},
+		told: map[string]bool{},
 	}
 }
 
@@ -56,8 +60,27 @@ func (q *clusterQueue) push(info *workload.Info, shape string) *bucket {
 	b := q.bucketFor(shape)
 	b.heap.pushOrUpdate(info)
 	q.of[info.Key] = b
+	if !q.told[info.Key] {
+		b.untold = append(b.untold, info.Key)
+	}
 	q.settle(b)
 	return b
+}
+
+// tell returns, once per workload, the members of b queued behind head,
+// which did not fit: they wait for the same reason.
+func (q *clusterQueue) tell(b *bucket, head *workload.Info) []Behind {
+	var out []Behind
+	for _, key := range b.untold {
+		i, ok := b.heap.index[key]
+		if !ok || key == head.Key || q.told[key] {
+			continue
+		}
+		q.told[key] = true
+		out = append(out, Behind{Workload: b.heap.items[i].Obj, Head: head.Obj})
+	}
+	b.untold = b.untold[:0]
+	return out
 }
 
 // version returns the queued or popped entry of key, nil if none.

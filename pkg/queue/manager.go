@@ -56,6 +56,35 @@ type Manager struct {
 	// where maps a workload key to the queue holding it, in any state.
 	where  map[string]berthv1alpha1.ClusterQueueReference
 	wakeup chan struct{}
+	// onBehind receives the workloads set aside without being tried;
+	// toTell collects them under mu, to be handed over after it.
+	onBehind func([]Behind)
+	toTell   []Behind
+}
+
+// Behind is a workload set aside behind the head of its shape, which did
+// not fit: it was not tried itself, and waits for the same reason.
+type Behind struct {
+	Workload, Head *berthv1alpha1.Workload
+}
+
+// OnBehind sets f to receive, once per queued workload, the workloads that
+// are set aside without being tried, so that they can say why they wait.
+// f is called without the Manager's lock and must not block.
+func (m *Manager) OnBehind(f func([]Behind)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onBehind = f
+}
+
+// unlock releases mu and hands over what was collected to tell.
+func (m *Manager) unlock() {
+	tell, f := m.toTell, m.onBehind
+	m.toTell = nil
+	m.mu.Unlock()
+	if len(tell) > 0 && f != nil {
+		f(tell)
+	}
 }
 
 // NewManager returns an empty Manager.
@@ -146,7 +175,7 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 	info := workload.NewInfo(wl)
 	shape := shapeOf(info)
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlock()
 	q, ok := m.queues[cq]
 	if !ok {
 		return ErrClusterQueueNotFound
@@ -170,6 +199,7 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 	}
 	if b := q.push(info, shape); b.aside {
 		if b.head() != info {
+			m.toTell = append(m.toTell, q.tell(b, b.head())...)
 			return nil
 		}
 		q.putBack(b)
@@ -194,6 +224,7 @@ func (m *Manager) removeLocked(key string) {
 	if q := m.queues[name]; q != nil {
 		q.remove(key)
 		delete(q.inFlight, key)
+		delete(q.told, key)
 	}
 }
 
@@ -305,11 +336,13 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark 
 // whether they are set aside until an event.
 func (m *Manager) Park(h Head) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlock()
 	// After an event since the cycle's mark the snapshot is outdated, and
 	// the bucket's next head may fit on a newer one: it stays in the cycle.
 	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO && q.activations == h.activations {
-		q.park(q.bucketFor(h.shape))
+		b := q.bucketFor(h.shape)
+		q.park(b)
+		m.toTell = append(m.toTell, q.tell(b, h.Info)...)
 	}
 }
 
@@ -330,7 +363,7 @@ func (m *Manager) EndCycle() {
 // was not tried went ahead of it in the bucket.
 func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.unlock()
 	q := m.queues[h.ClusterQueue]
 	if q == nil {
 		return
@@ -345,6 +378,7 @@ func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	switch {
 	case reason == RequeueInadmissible && q.strategy == berthv1alpha1.BestEffortFIFO && fresh && b.head() == info:
 		q.setAside(b)
+		m.toTell = append(m.toTell, q.tell(b, info)...)
 	case reason == RequeueRetry:
 		q.putBack(b)
 		m.wake()
@@ -362,6 +396,7 @@ func (m *Manager) Done(h Head) {
 	defer m.mu.Unlock()
 	if q := m.queues[h.ClusterQueue]; q != nil && q.inFlight[h.Info.Key].info == h.popped {
 		delete(q.inFlight, h.Info.Key)
+		delete(q.told, h.Info.Key)
 		delete(m.where, h.Info.Key)
 	}
 }

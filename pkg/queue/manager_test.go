@@ -232,3 +232,36 @@ func TestShapeBuckets(t *testing.T) {
 		t.Errorf("order after a higher-priority workload of the shape (-want +got):\n%s", diff)
 	}
 }
+
+// TestBehindToldOnce: workloads set aside behind the head of their shape
+// are handed over once each, with that head, whether they were queued
+// before the head failed or joined after.
+func TestBehindToldOnce(t *testing.T) {
+	m := NewManager()
+	var told []string
+	m.OnBehind(func(bs []Behind) {
+		for _, b := range bs {
+			told = append(told, b.Workload.Name+"<"+b.Head.Name)
+		}
+	})
+	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
+	big := func(name string, created time.Duration) *berthv1alpha1.Workload {
+		return utiltesting.MakeWorkload(name, "ns").Created(created).Request(1, "cpu", "8").Obj()
+	}
+	_ = m.AddOrUpdateWorkload(big("big-1", time.Second), "q")
+	_ = m.AddOrUpdateWorkload(big("big-2", 2*time.Second), "q")
+	for i := range 2 {
+		if i > 0 {
+			// An event: big-1 is tried again, big-2 is not told twice.
+			m.QueueInadmissible("q")
+		}
+		h := m.Heads(nil, nil)[0]
+		m.Park(h)
+		m.Requeue(h, RequeueInadmissible)
+		m.EndCycle()
+	}
+	_ = m.AddOrUpdateWorkload(big("big-3", 3*time.Second), "q")
+	if diff := cmp.Diff([]string{"big-2<big-1", "big-3<big-1"}, told); diff != "" {
+		t.Errorf("told (-want +got):\n%s", diff)
+	}
+}

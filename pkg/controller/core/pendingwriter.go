@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -55,7 +56,12 @@ type PendingWriter struct {
 	written map[types.NamespacedName]writtenReason
 }
 
-type pendingReason struct{ reason, message string }
+type pendingReason struct {
+	reason, message string
+	// behind, when set, is the workload of the same shape this one waits
+	// behind; the message is made from its own when written.
+	behind types.NamespacedName
+}
 
 type writtenReason struct {
 	reason string
@@ -89,6 +95,36 @@ func (w *PendingWriter) Set(wl *berthv1alpha1.Workload, reason, message string) 
 	}
 	w.mu.Unlock()
 	w.queue.AddAfter(key, delay)
+}
+
+// SetBehind records that wl waits behind head, a workload of its shape in
+// its queue that does not fit: wl was set aside without being tried. Only
+// a workload with no reason of its own is told so.
+func (w *PendingWriter) SetBehind(wl, head *berthv1alpha1.Workload) {
+	if workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved) != nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
+	w.mu.Lock()
+	if _, ok := w.latest[key]; ok {
+		w.mu.Unlock()
+		return
+	}
+	w.latest[key] = pendingReason{reason: berthv1alpha1.ReasonPending, behind: types.NamespacedName{Namespace: head.Namespace, Name: head.Name}}
+	w.mu.Unlock()
+	w.queue.AddAfter(key, pendingFirstDelay)
+}
+
+// behindMessage says why a workload waits behind head, with head's numbers.
+func (w *PendingWriter) behindMessage(ctx context.Context, head types.NamespacedName) string {
+	msg := fmt.Sprintf("Waiting behind workload %s, which needs as much quota, has no lower priority and does not fit", head)
+	wl := &berthv1alpha1.Workload{}
+	if err := w.client.Get(ctx, head, wl); err == nil {
+		if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
+			msg += ": " + c.Message
+		}
+	}
+	return msg
 }
 
 // Start writes until ctx ends.
@@ -151,8 +187,12 @@ func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) err
 		w.forget(key)
 		return nil
 	}
+	msg := want.message
+	if want.behind.Name != "" {
+		msg = w.behindMessage(ctx, want.behind)
+	}
 	patched := wl.DeepCopy()
-	if workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, want.reason, want.message) {
+	if workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, want.reason, msg) {
 		if err := patchStatus(ctx, w.client, wl, patched); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -61,5 +62,31 @@ func TestPendingWriter(t *testing.T) {
 				t.Errorf("QuotaReserved (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPendingWriterBehind: a workload set aside behind the head of its
+// shape is told so, with the head's numbers.
+func TestPendingWriterBehind(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	head := utiltesting.MakeWorkload("head", "ns").Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
+	head.Status.Conditions[0].Message = "needs 8 cpu, 2 available"
+	behind := utiltesting.MakeWorkload("behind", "ns").Obj()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(head, behind).WithStatusSubresource(head, behind).Build()
+	w := NewPendingWriter(c, func(string) bool { return false })
+	w.SetBehind(behind, head)
+	if err := w.write(context.Background(), client.ObjectKeyFromObject(behind)); err != nil {
+		t.Fatal(err)
+	}
+	got := &berthv1alpha1.Workload{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(behind), got); err != nil {
+		t.Fatal(err)
+	}
+	want := "Waiting behind workload ns/head, which needs as much quota, has no lower priority and does not fit: needs 8 cpu, 2 available"
+	if cond := workload.FindCondition(got, berthv1alpha1.WorkloadQuotaReserved); cond == nil || cond.Message != want {
+		t.Errorf("QuotaReserved = %+v, want the message %q", cond, want)
 	}
 }

@@ -35,6 +35,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 	cl := mgr.GetClient()
 	n := NewStatusNotifier()
 	pending := NewPendingWriter(cl, c.HoldsQuota)
+	q.OnBehind(func(behind []queue.Behind) {
+		for _, b := range behind {
+			pending.SetBehind(b.Workload, b.Head)
+		}
+	})
 	if err := mgr.Add(pending); err != nil {
 		return nil, err
 	}
