@@ -138,6 +138,14 @@ func (c *cycle) process(ctx context.Context, e *entry) {
 		return
 	}
 	if c.snap.Contains(e.head.ClusterQueue, info.Key) {
+		if c.cache.IsAssumed(info.Key) {
+			// This scheduler admitted it and the write is not answered
+			// or not yet seen; a newer version of it was queued
+			// meanwhile. It leaves the queue when the admission is seen,
+			// and is tried again if the write failed.
+			c.requeue = append(c.requeue, requeued{e.head, queue.RequeueWaiting})
+			return
+		}
 		if c.cache.HoldsQuota(info.Key) {
 			// Already holds quota: a stale queue entry. Admitting it
 			// twice would double its usage.

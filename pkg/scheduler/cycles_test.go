@@ -161,3 +161,32 @@ func TestShapeSetAsideOnce(t *testing.T) {
 		t.Errorf("second cycle stats (-want +got):\n%s", diff)
 	}
 }
+
+// TestRequeuedWhileAssumedIsNotDropped: a workload whose admission write is
+// outstanding can be queued again in the same cycle (a newer version of it
+// was seen). Popped again, it must wait for the write's answer, not be
+// dropped as a stale entry: the write may fail, and nothing would queue it
+// again.
+func TestRequeuedWhileAssumedIsNotDropped(t *testing.T) {
+	w := mkWL("w", "ns").Queue("q").Request(1, "nvidia.com/gpu", "4").Obj()
+	e := newEnv(envInputs{
+		flavors: gpuFlavors(),
+		queues:  []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "4")).Obj()},
+		pending: []*berthv1alpha1.Workload{w, mkWL("x", "ns").Queue("q").Created(time.Hour).Request(1, "nvidia.com/gpu", "3").Obj()},
+	})
+	e.applier.failAdmit["ns/w"] = true
+	e.applier.onPending = func(key string) {
+		if key == "ns/x" {
+			newer := w.DeepCopy()
+			newer.ResourceVersion = "2"
+			_ = e.queues.AddOrUpdateWorkload(newer, "q")
+		}
+	}
+	e.sched.Schedule(context.Background())
+	e.applier.onPending = nil
+	delete(e.applier.failAdmit, "ns/w")
+	e.sched.Schedule(context.Background())
+	if _, ok := e.applier.admitted["ns/w"]; !ok {
+		t.Errorf("w was not admitted after its failed write; pending %v", e.applier.pending)
+	}
+}

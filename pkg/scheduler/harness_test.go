@@ -24,6 +24,8 @@ type fakeApplier struct {
 	preempted map[string]string
 	pending   map[string]string
 	failAdmit map[string]bool
+	// onPending, if set, runs when a workload is left pending.
+	onPending func(key string)
 }
 
 var _ Applier = (*fakeApplier)(nil)
@@ -48,6 +50,9 @@ func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, rea
 
 func (f *fakeApplier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) (*berthv1alpha1.Workload, error) {
 	f.pending[workload.Key(wl)] = reason + ": " + msg
+	if f.onPending != nil {
+		f.onPending(workload.Key(wl))
+	}
 	return wl, nil
 }
 

@@ -20,7 +20,7 @@ import (
 func (c *cycle) preempt(ctx context.Context, e *entry) {
 	info := e.head.Info
 	targets := preemption.FindTargets(c.snap, e.cq, info, e.assignment)
-	if log := logr.FromContextOrDiscard(ctx).V(3); log.Enabled() {
+	if log := logr.FromContextOrDiscard(ctx).V(2); log.Enabled() {
 		for _, t := range targets {
 			log.Info("Preemption target", "preemptor", info.Key, "target", t.Info.Key, "evicting", t.Info.Evicting, "reason", t.Reason)
 		}
