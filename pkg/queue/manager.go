@@ -337,7 +337,9 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark 
 func (m *Manager) Park(h Head) {
 	m.mu.Lock()
 	defer m.unlock()
-	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO {
+	// After an event since the cycle's mark the snapshot is outdated, and
+	// the bucket's next head may fit on a newer one: it stays in the cycle.
+	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO && q.activations == h.activations {
 		b := q.bucketFor(h.shape)
 		q.park(b)
 		m.toTell = append(m.toTell, q.tell(b, h.Info)...)

@@ -22,8 +22,6 @@ type candidate struct {
 	info   *workload.Info
 	cq     *cache.ClusterQueue
 	reason string
-	// surplus: see surplus.
-	surplus bool
 }
 
 // FindTargets returns a minimal set of workloads whose removal lets wl's
@@ -83,8 +81,7 @@ func borrowingInAny(cq *cache.ClusterQueue, frs map[resources.FlavorResource]boo
 }
 
 // candidates lists the allowed victims in preference order: already
-// evicting first, then workloads of other queues wholly within what those
-// borrow, then the other workloads of other queues, then lower priority,
+// evicting first, then workloads of other queues, then lower priority,
 // then the most recently admitted.
 func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) []candidate {
 	var out []candidate
@@ -115,32 +112,13 @@ func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, ne
 			}
 		}
 	}
-	for i := range out {
-		out[i].surplus = out[i].cq != cq && surplus(out[i].cq, out[i].info.Usage)
-	}
 	sort.Slice(out, func(i, j int) bool { return before(out[i], out[j], cq) })
 	return out
-}
-
-// surplus reports whether all of u is borrowed: cq stays at or above its
-// nominal quota without it. Taking such a workload reclaims quota without
-// putting its queue below its own nominal quota, from where the queue would
-// reclaim in turn, and a chain of reclaims would follow.
-func surplus(cq *cache.ClusterQueue, u resources.Usage) bool {
-	for fr, v := range u {
-		if v > 0 && cq.Used(fr)-v < cq.Nominal(fr) {
-			return false
-		}
-	}
-	return true
 }
 
 func before(a, b candidate, cq *cache.ClusterQueue) bool {
 	if a.info.Evicting != b.info.Evicting {
 		return a.info.Evicting
-	}
-	if a.surplus != b.surplus {
-		return a.surplus
 	}
 	if (a.cq != cq) != (b.cq != cq) {
 		return a.cq != cq
