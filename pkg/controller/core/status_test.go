@@ -103,3 +103,27 @@ func TestNamespaceMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusPacer: a queue's status is written at once, then at most once
+// per statusInterval; a change of Active is told apart from counts.
+func TestStatusPacer(t *testing.T) {
+	p := newStatusPacer()
+	if w := p.wait("q"); w != 0 {
+		t.Errorf("first write waits %v, want 0", w)
+	}
+	if w := p.wait("q"); w <= 0 || w > statusInterval {
+		t.Errorf("second write at once waits %v, want within (0, %v]", w, statusInterval)
+	}
+	if w := p.wait("other"); w != 0 {
+		t.Errorf("another queue's first write waits %v, want 0", w)
+	}
+	p.forget("q")
+	if w := p.wait("q"); w != 0 {
+		t.Errorf("a forgotten queue's write waits %v, want 0", w)
+	}
+	ready := []metav1.Condition{{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1alpha1.ReasonReady}}
+	stopped := []metav1.Condition{{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1alpha1.ReasonStopped}}
+	if !sameActive(ready, ready) || sameActive(ready, stopped) || sameActive(nil, ready) {
+		t.Error("sameActive does not tell an Active change apart")
+	}
+}
