@@ -13,6 +13,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -80,7 +81,11 @@ func run(configFile string) error {
 
 func managerOptions(cfg *configv1alpha1.Configuration, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) ctrl.Options {
 	return ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// Nothing reads managed fields; without them every cached object,
+		// thousands of Workloads among them, is a good deal smaller. An
+		// update that omits them keeps them on the server.
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:  cfg.Health.HealthProbeBindAddress,
 		PprofBindAddress:        cfg.PprofBindAddress,
