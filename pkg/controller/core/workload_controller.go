@@ -80,9 +80,9 @@ func (r *WorkloadReconciler) forget(key string) {
 }
 
 // pendingResync is how often a pending workload is handed to the queues
-// again. It costs nothing when the queues hold its version, and it bounds
+// again. It costs little when the queues hold its version, and it bounds
 // how long a workload can wait should an event about it ever be missed.
-const pendingResync = time.Minute
+const pendingResync = 5 * time.Minute
 
 // unknownQueueRetry is how soon a workload whose ClusterQueue exists but
 // has not reached the scheduler yet (its reconciler has not run) is tried
