@@ -178,9 +178,9 @@ func (q *clusterQueue) settle(b *bucket) {
 // queued is the number of workloads in buckets, set aside or not.
 func (q *clusterQueue) queued() int { return len(q.of) }
 
-// keys returns the queued workloads in buckets that are (aside true) or
+// workloads returns the queued workloads in buckets that are (aside true) or
 // are not (aside false) set aside.
-func (q *clusterQueue) keys(aside bool) []*workload.Info {
+func (q *clusterQueue) workloads(aside bool) []*workload.Info {
 	var out []*workload.Info
 	for _, b := range q.buckets {
 		if b.aside == aside {

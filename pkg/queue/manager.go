@@ -422,7 +422,7 @@ func (m *Manager) Order(cq berthv1alpha1.ClusterQueueReference) []string {
 	if q == nil {
 		return nil
 	}
-	items := q.keys(false)
+	items := q.workloads(false)
 	sort.Slice(items, func(i, j int) bool { return Less(items[i], items[j]) })
 	keys := make([]string, len(items))
 	for i, info := range items {
@@ -440,7 +440,7 @@ func (m *Manager) Inadmissible(cq berthv1alpha1.ClusterQueueReference) []string 
 		return nil
 	}
 	var keys []string
-	for _, info := range q.keys(true) {
+	for _, info := range q.workloads(true) {
 		keys = append(keys, info.Key)
 	}
 	sort.Strings(keys)
