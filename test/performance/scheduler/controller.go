@@ -121,7 +121,12 @@ func (c *ControllerProcess) Pid() int { return c.cmd.Process.Pid }
 
 // Writes are the API writes the controller sent so far, by HTTP method.
 func (c *ControllerProcess) Writes(ctx context.Context) (map[string]int64, error) {
-	return scrapeWrites(ctx, c.metricsURL)
+	return scrape(ctx, c.metricsURL, ParseWrites)
+}
+
+// Preemptions reads how many workloads the controller preempted, by reason.
+func (c *ControllerProcess) Preemptions(ctx context.Context) (map[string]int64, error) {
+	return scrape(ctx, c.metricsURL, ParsePreemptions)
 }
 
 // Stop ends the controller with SIGTERM, then SIGKILL after 10 s.

@@ -16,12 +16,23 @@ var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DE
 // ParseWrites sums client-go's rest_client_requests_total of a
 // Prometheus text exposition by method, for the write methods.
 func ParseWrites(r io.Reader) (map[string]int64, error) {
+	return sumBy(r, "rest_client_requests_total", "method", func(m string) bool { return writeMethods[m] })
+}
+
+// ParsePreemptions sums berth_preempted_workloads_total by reason.
+func ParsePreemptions(r io.Reader) (map[string]int64, error) {
+	return sumBy(r, "berth_preempted_workloads_total", "reason", func(string) bool { return true })
+}
+
+// sumBy sums the counter metric of a Prometheus text exposition by the
+// value of label, for the values keep accepts.
+func sumBy(r io.Reader, metric, labelName string, keep func(string) bool) (map[string]int64, error) {
 	out := map[string]int64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "rest_client_requests_total{")
+		rest, ok := strings.CutPrefix(line, metric+"{")
 		if !ok {
 			continue
 		}
@@ -29,15 +40,15 @@ func ParseWrites(r io.Reader) (map[string]int64, error) {
 		if !ok {
 			return nil, fmt.Errorf("unexpected metric line %q", line)
 		}
-		method := label(labels, "method")
-		if !writeMethods[method] {
+		key := label(labels, labelName)
+		if !keep(key) {
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
 		if err != nil {
 			return nil, fmt.Errorf("unexpected metric line %q: %w", line, err)
 		}
-		out[method] += int64(v)
+		out[key] += int64(v)
 	}
 	return out, sc.Err()
 }
@@ -53,8 +64,8 @@ func label(labels, name string) string {
 	return ""
 }
 
-// scrapeWrites reads the writes a process sent from its metrics endpoint.
-func scrapeWrites(ctx context.Context, url string) (map[string]int64, error) {
+// scrape reads a process's metrics endpoint and parses it with parse.
+func scrape(ctx context.Context, url string, parse func(io.Reader) (map[string]int64, error)) (map[string]int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -67,7 +78,7 @@ func scrapeWrites(ctx context.Context, url string) (map[string]int64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return ParseWrites(resp.Body)
+	return parse(resp.Body)
 }
 
 // subtract is after - before, per method.

@@ -50,3 +50,19 @@ func TestParseProc(t *testing.T) {
 		t.Errorf("parseProc() (-want +got):\n%s", diff)
 	}
 }
+
+func TestParsePreemptions(t *testing.T) {
+	text := `# TYPE berth_preempted_workloads_total counter
+berth_preempted_workloads_total{cluster_queue="a",reason="InClusterQueue"} 3
+berth_preempted_workloads_total{cluster_queue="b",reason="InClusterQueue"} 2
+berth_preempted_workloads_total{cluster_queue="b",reason="InCohortReclamation"} 5
+berth_admitted_workloads_total{cluster_queue="a"} 9
+`
+	got, err := ParsePreemptions(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int64{"InClusterQueue": 5, "InCohortReclamation": 5}, got); diff != "" {
+		t.Errorf("preemptions (-want +got):\n%s", diff)
+	}
+}

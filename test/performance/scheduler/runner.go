@@ -101,6 +101,11 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	delete(procs, "berth")
 	sum.Processes = procs
 	sum.Controller.WritesByVerb, sum.Controller.Writes = writes.byVerb, writes.total
+	// The controller starts counting with the run: no preemption comes
+	// before the first workload.
+	if p, err := berth.Preemptions(context.WithoutCancel(ctx)); err == nil && len(p) > 0 {
+		sum.Controller.PreemptionsByReason = p
+	}
 	if sum.Admissions > 0 {
 		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
 	}

@@ -54,9 +54,12 @@ type Stats struct {
 type Controller struct {
 	Process
 	// Writes are the API writes it sent (POST, PUT, PATCH, DELETE).
-	Writes             int64            `json:"writes"`
-	WritesByVerb       map[string]int64 `json:"writesByVerb"`
-	WritesPerAdmission float64          `json:"writesPerAdmission"`
+	Writes       int64            `json:"writes"`
+	WritesByVerb map[string]int64 `json:"writesByVerb"`
+	// PreemptionsByReason counts the preemptions the controller made, by
+	// reason (InClusterQueue, InCohortReclamation, ...).
+	PreemptionsByReason map[string]int64 `json:"preemptionsByReason,omitempty"`
+	WritesPerAdmission  float64          `json:"writesPerAdmission"`
 }
 
 // Process is what one process cost, from /proc.
