@@ -26,14 +26,6 @@ type Head struct {
 	shape string
 }
 
-// Refreshed returns the head carrying a newer version of its workload,
-// one the scheduler itself just wrote, so that Requeue puts back that
-// version: the next write about it then starts from the current object.
-func (h Head) Refreshed(info *workload.Info) Head {
-	h.Info = info
-	return h
-}
-
 // RequeueReason says how a head that was not admitted goes back.
 type RequeueReason int
 
@@ -365,10 +357,7 @@ func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	m.mu.Lock()
 	defer m.unlock()
 	q := m.queues[h.ClusterQueue]
-	if q == nil {
-		return
-	}
-	if q.inFlight[h.Info.Key].info != h.popped {
+	if q == nil || q.inFlight[h.Info.Key].info != h.popped {
 		return
 	}
 	delete(q.inFlight, h.Info.Key)

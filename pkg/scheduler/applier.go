@@ -20,8 +20,7 @@ type Applier interface {
 	Preempt(ctx context.Context, victim *berthv1alpha1.Workload, reason, message string) error
 	// SetPending records why wl waits, with reason Pending or
 	// Inadmissible. It is called each time the scheduler considers wl and
-	// leaves it pending; implementations should skip unchanged writes. It
-	// returns the workload as written (wl itself when nothing was), which
-	// the queue keeps so that the next write starts from it.
-	SetPending(ctx context.Context, wl *berthv1alpha1.Workload, reason, message string) (*berthv1alpha1.Workload, error)
+	// leaves it pending, and must not block the cycle: implementations
+	// write later, and skip unchanged writes.
+	SetPending(wl *berthv1alpha1.Workload, reason, message string)
 }

@@ -26,9 +26,7 @@ func (n *nopApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, _, _
 	return nil
 }
 
-func (*nopApplier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, _, _ string) (*berthv1alpha1.Workload, error) {
-	return wl, nil
-}
+func (*nopApplier) SetPending(*berthv1alpha1.Workload, string, string) {}
 
 const (
 	benchQueues  = 1000

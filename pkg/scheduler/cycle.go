@@ -190,12 +190,17 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 		c.strictWriting = true
 	}
 	if c.slots != nil {
-		c.slots <- struct{}{}
-		c.writes.Go(func() {
-			defer func() { <-c.slots }()
-			a.written, a.err = c.applier.Admit(ctx, e.head.Info.Obj, a.adm)
-		})
+		c.goWrite(&c.writes, func() { a.written, a.err = c.applier.Admit(ctx, e.head.Info.Obj, a.adm) })
 	}
+}
+
+// goWrite runs write in wg once one of the scheduler's write slots is free.
+func (c *cycle) goWrite(wg *sync.WaitGroup, write func()) {
+	c.slots <- struct{}{}
+	wg.Go(func() {
+		defer func() { <-c.slots }()
+		write()
+	})
 }
 
 // settleAdmissions waits for the outstanding admission writes (or, with a
@@ -249,18 +254,10 @@ func (c *cycle) pending(ctx context.Context, e *entry, reason, msg string, rr qu
 	c.setPending(ctx, e.head, reason, msg, rr)
 }
 
-// setPending writes why a head waits and sends it back to its queue with
-// the version of the workload that was written.
+// setPending records why a head waits and sends it back to its queue.
 func (c *cycle) setPending(ctx context.Context, h queue.Head, reason, msg string, rr queue.RequeueReason) {
 	c.stats.Pending++
-	log := logr.FromContextOrDiscard(ctx)
-	log.V(3).Info("Workload pending", "workload", h.Info.Key, "reason", reason, "message", msg)
-	written, err := c.applier.SetPending(ctx, h.Info.Obj, reason, msg)
-	switch {
-	case err != nil:
-		log.Error(err, "Setting pending reason", "workload", h.Info.Key)
-	case written != nil && written != h.Info.Obj:
-		h = h.Refreshed(workload.NewInfo(written))
-	}
+	logr.FromContextOrDiscard(ctx).V(3).Info("Workload pending", "workload", h.Info.Key, "reason", reason, "message", msg)
+	c.applier.SetPending(h.Info.Obj, reason, msg)
 	c.requeue = append(c.requeue, requeued{h, rr})
 }

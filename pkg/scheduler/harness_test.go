@@ -48,12 +48,11 @@ func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, rea
 	return nil
 }
 
-func (f *fakeApplier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) (*berthv1alpha1.Workload, error) {
+func (f *fakeApplier) SetPending(wl *berthv1alpha1.Workload, reason, msg string) {
 	f.pending[workload.Key(wl)] = reason + ": " + msg
 	if f.onPending != nil {
 		f.onPending(workload.Key(wl))
 	}
-	return wl, nil
 }
 
 // env wires a cache, a queue manager and a scheduler; pending workloads

@@ -45,11 +45,7 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 			continue
 		}
 		// The victims are written together: one round trip per preemptor.
-		c.slots <- struct{}{}
-		writes.Go(func() {
-			defer func() { <-c.slots }()
-			errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg)
-		})
+		c.goWrite(&writes, func() { errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg) })
 	}
 	writes.Wait()
 	for i, t := range targets {

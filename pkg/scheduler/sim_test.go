@@ -81,9 +81,7 @@ func (s *sim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg
 	return nil
 }
 
-func (s *sim) SetPending(_ context.Context, wl *berthv1alpha1.Workload, _, _ string) (*berthv1alpha1.Workload, error) {
-	return wl, nil
-}
+func (s *sim) SetPending(*berthv1alpha1.Workload, string, string) {}
 
 // newSim builds a random scenario; parallelism is the scheduler's.
 func newSim(seed int64, parallelism int) *sim {

@@ -76,8 +76,7 @@ func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, r
 }
 
 // SetPending records why wl waits. The write happens off the scheduler's
-// path (see PendingWriter), so wl comes back as it is.
-func (a *Applier) SetPending(_ context.Context, wl *berthv1alpha1.Workload, reason, message string) (*berthv1alpha1.Workload, error) {
+// path (see PendingWriter).
+func (a *Applier) SetPending(wl *berthv1alpha1.Workload, reason, message string) {
 	a.pending.Set(wl, reason, message)
-	return wl, nil
 }
