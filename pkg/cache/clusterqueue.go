@@ -32,6 +32,10 @@ type ClusterQueue struct {
 	Inactive string
 
 	workloads *workloadSet
+	// reserved is usage held for preemptors waiting for their victims, in
+	// a snapshot only: it takes room like usage, but the queue is not
+	// borrowing because of it, so it gives nothing to reclaim.
+	reserved resources.Usage
 }
 
 // Cohort is an inner node of the quota tree.
@@ -103,12 +107,32 @@ func (cq *ClusterQueue) Covers(fr resources.FlavorResource) bool {
 	return cq.quota(fr) != nil
 }
 
-// Used is the queue's usage of fr.
+// Used is the queue's usage of fr by workloads, without reservations.
 func (cq *ClusterQueue) Used(fr resources.FlavorResource) int64 {
 	if q := cq.quota(fr); q != nil {
-		return q.demand
+		return q.demand - cq.reserved[fr]
 	}
 	return 0
+}
+
+// Reserve holds u in the queue for a preemptor that waits for its victims:
+// no other workload may take it. Unreserve gives it back.
+func (cq *ClusterQueue) Reserve(u resources.Usage) {
+	if cq.reserved == nil {
+		cq.reserved = resources.Usage{}
+	}
+	for fr, v := range u {
+		cq.reserved[fr] += v
+	}
+	cq.addUsage(u, 1)
+}
+
+// Unreserve gives back what Reserve held.
+func (cq *ClusterQueue) Unreserve(u resources.Usage) {
+	for fr, v := range u {
+		cq.reserved[fr] -= v
+	}
+	cq.addUsage(u, -1)
 }
 
 // Nominal is the queue's nominal quota of fr.
@@ -119,28 +143,30 @@ func (cq *ClusterQueue) Nominal(fr resources.FlavorResource) int64 {
 	return 0
 }
 
-// IsBorrowing reports whether the queue uses more than its nominal quota of
-// any flavor and resource.
+// IsBorrowing reports whether the queue's workloads use more than its
+// nominal quota of any flavor and resource.
 func (cq *ClusterQueue) IsBorrowing() bool {
-	for i := range cq.quotas {
-		if cq.quotas[i].demand > cq.quotas[i].nominal {
+	for fr := range cq.index {
+		if cq.IsBorrowingIn(fr) {
 			return true
 		}
 	}
 	return false
 }
 
-// IsBorrowingIn reports whether the queue uses more than its nominal
-// quota of fr.
+// IsBorrowingIn reports whether the queue's workloads use more than its
+// nominal quota of fr.
 func (cq *ClusterQueue) IsBorrowingIn(fr resources.FlavorResource) bool {
 	q := cq.quota(fr)
-	return q != nil && q.demand > q.nominal
+	return q != nil && q.demand-cq.reserved[fr] > q.nominal
 }
 
 // QuotaDetail is the arithmetic behind Available, for messages.
 type QuotaDetail struct {
-	Nominal   int64
-	Used      int64
+	Nominal int64
+	Used    int64
+	// Reserved is held for a preemptor of the queue waiting for its victims.
+	Reserved  int64
 	Available int64
 	// CohortCanLend is what the cohort could give beyond the queue's own
 	// unused guaranteed quota, before the borrowing limit.
@@ -157,7 +183,7 @@ func (cq *ClusterQueue) Detail(fr resources.FlavorResource) QuotaDetail {
 	if q == nil {
 		return QuotaDetail{}
 	}
-	d := QuotaDetail{Nominal: q.nominal, Used: q.demand, Available: cq.available(fr)}
+	d := QuotaDetail{Nominal: q.nominal, Used: q.demand - cq.reserved[fr], Reserved: cq.reserved[fr], Available: cq.available(fr)}
 	if cq.parent != nil {
 		d.HasCohort = true
 		d.CohortCanLend = cq.parent.available(fr)

@@ -390,6 +390,13 @@ func (m *Manager) Done(h Head) {
 	}
 }
 
+// Queued reports whether key waits in cq, popped or not.
+func (m *Manager) Queued(key string, cq berthv1alpha1.ClusterQueueReference) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.where[key] == cq
+}
+
 // Pending is the number of workloads waiting in a queue, set aside or not.
 func (m *Manager) Pending(cq berthv1alpha1.ClusterQueueReference) int {
 	m.mu.Lock()

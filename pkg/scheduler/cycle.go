@@ -35,7 +35,11 @@ type cycle struct {
 	*Scheduler
 	snap    *cache.Snapshot
 	blocked map[berthv1alpha1.ClusterQueueReference]bool
-	requeue []requeued
+	// preemptor is, per ClusterQueue, the head that preempted in this
+	// cycle, or waits for its victims: its later heads may be admitted
+	// where they fit, but not preempt too.
+	preemptor map[berthv1alpha1.ClusterQueueReference]string
+	requeue   []requeued
 	// admissions are the cycle's admissions whose writes have not been
 	// settled; with parallelism above one they are under way.
 	admissions []*admission
@@ -67,10 +71,11 @@ type requeued struct {
 // that one cycle never considers a workload twice.
 func (s *Scheduler) Schedule(ctx context.Context) Stats {
 	mark := s.queues.Mark()
-	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}}
+	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}, preemptor: map[berthv1alpha1.ClusterQueueReference]string{}}
 	if s.parallelism > 1 {
 		c.slots = make(chan struct{}, s.parallelism)
 	}
+	c.applyNominations()
 	for {
 		if c.strictWriting {
 			c.settleAdmissions(ctx)
@@ -78,6 +83,9 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		heads := s.queues.Heads(c.blocked, mark)
 		if len(heads) == 0 {
 			break
+		}
+		for _, h := range heads {
+			c.release(h.Info.Key)
 		}
 		entries := make([]entry, len(heads))
 		for i, h := range heads {

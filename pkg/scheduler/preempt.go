@@ -19,6 +19,14 @@ import (
 // preemptor of the cycle counts on the same room.
 func (c *cycle) preempt(ctx context.Context, e *entry) {
 	info := e.head.Info
+	if first, ok := c.preemptor[e.head.ClusterQueue]; ok {
+		// One preemptor per queue and cycle. Each head of a queue below
+		// its nominal quota would otherwise reclaim in turn, and the
+		// lower ones would be preempted by the higher as soon as admitted.
+		msg := fmt.Sprintf("The workload does not fit; workload %s, ahead of it in the ClusterQueue, is making room first: %s", first, e.assignment.Message())
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueWaiting)
+		return
+	}
 	targets := preemption.FindTargets(c.snap, e.cq, info, e.assignment)
 	if log := logr.FromContextOrDiscard(ctx).V(2); log.Enabled() {
 		for _, t := range targets {
@@ -30,6 +38,7 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueInadmissible)
 		return
 	}
+	c.preemptor[e.head.ClusterQueue] = info.Key
 	evicting, failed := 0, 0
 	errs := make([]error, len(targets))
 	var writes sync.WaitGroup
@@ -70,6 +79,9 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		msg = fmt.Sprintf("Waiting for %d preempted workloads to release their quota", evicting)
 	default:
 		msg = fmt.Sprintf("Preempting %d workloads to make room", len(targets))
+	}
+	if failed < len(targets)-evicting || evicting > 0 {
+		c.reserve(e)
 	}
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.blocked[e.head.ClusterQueue] = true

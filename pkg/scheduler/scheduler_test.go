@@ -169,6 +169,22 @@ func TestSchedule(t *testing.T) {
 			wantPreempted: map[string]string{"ns/b1": berthv1alpha1.ReasonInCohortReclamation},
 			wantPending:   map[string]string{"ns/a1": "Pending: Preempting 1 workloads to make room"},
 		},
+		"reclaim takes what a queue borrows, not what it owns": {
+			// by is the most recently admitted, but taking it would leave
+			// b below its nominal quota, and b would reclaim in turn.
+			in: envInputs{
+				queues: []*berthv1alpha1.ClusterQueue{gpuCQ("a", "c", gpus("h100", "2")).Preemption(reclaimAny).Obj(), gpuCQ("b", "c", gpus("h100", "2")).Obj()},
+				admitted: []*berthv1alpha1.Workload{
+					mkWL("bx", "ns").Request(1, "nvidia.com/gpu", "1").AdmittedIn("b", "h100").Obj(),
+					mkWL("by", "ns").Request(1, "nvidia.com/gpu", "2").AdmittedIn("b", "h100").
+						Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, berthv1alpha1.ReasonQuotaReserved, time.Minute).Obj(),
+					mkWL("az", "ns").Request(1, "nvidia.com/gpu", "1").AdmittedIn("a", "h100").Obj(),
+				},
+				pending: []*berthv1alpha1.Workload{mkWL("a1", "ns").Queue("a").Request(1, "nvidia.com/gpu", "1").Obj()},
+			},
+			wantPreempted: map[string]string{"ns/bx": berthv1alpha1.ReasonInCohortReclamation},
+			wantPending:   map[string]string{"ns/a1": "Pending: Preempting 1 workloads to make room"},
+		},
 		"no reclaim from a queue within its nominal quota": {
 			in: envInputs{
 				queues:   []*berthv1alpha1.ClusterQueue{gpuCQ("a", "c", gpus("h100", "4")).Preemption(reclaimAny).Obj(), gpuCQ("b", "c", gpus("h100", "4")).Obj()},

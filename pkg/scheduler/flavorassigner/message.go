@@ -42,6 +42,9 @@ func (m miss) String() string {
 	d, r := m.detail, m.resource
 	f := func(v int64) string { return resources.Format(r, v) }
 	s := fmt.Sprintf("%sflavor %s: needs %s %s, %s available (nominal %s, in use %s", prefix, m.flavor, f(m.need), r, f(d.Available), f(d.Nominal), f(d.Used))
+	if d.Reserved > 0 {
+		s += ", reserved for a preemptor " + f(d.Reserved)
+	}
 	if d.HasCohort {
 		s += ", cohort can lend " + f(d.CohortCanLend)
 		if d.BorrowingLimit != nil {

@@ -163,9 +163,23 @@ func allowedInCohort(p berthv1alpha1.ClusterQueuePreemption, borrowing bool, wl,
 	return false
 }
 
-// search removes candidates greedily until u fits, then puts back, in
-// reverse order, each one that is not needed. It restores the snapshot.
+// search finds a minimal set of candidates whose removal lets u fit in
+// cq. It first reclaims only surplus: workloads of other queues that lie
+// wholly above their queue's nominal quota. Taking more from a queue than
+// it borrows leaves it below its nominal quota with its own work waiting,
+// and that work reclaims in turn from a third queue: one reclaim sets off
+// a chain. Only when surplus is not enough is any borrowing queue's
+// workload taken.
 func search(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing bool) []Target {
+	if t := searchOnce(cq, u, cands, borrowing, true); t != nil {
+		return t
+	}
+	return searchOnce(cq, u, cands, borrowing, false)
+}
+
+// searchOnce removes candidates greedily until u fits, then puts back, in
+// reverse order, each one that is not needed. It restores the snapshot.
+func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing, surplusOnly bool) []Target {
 	fits := func() bool {
 		return cq.Fits(u) && (borrowing || !borrows(cq, u))
 	}
@@ -180,6 +194,9 @@ func search(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrow
 		if c.cq != cq && !c.info.Evicting && !borrowingIn(c.cq, c.info.Usage) {
 			// Lent quota is reclaimed only from queues above their
 			// nominal quota: a queue within it keeps what it owns.
+			continue
+		}
+		if surplusOnly && c.cq != cq && !c.info.Evicting && !surplus(c.cq, c.info.Usage) {
 			continue
 		}
 		c.cq.RemoveUsage(c.info.Usage)
@@ -223,4 +240,15 @@ func borrowingIn(cq *cache.ClusterQueue, u resources.Usage) bool {
 		}
 	}
 	return false
+}
+
+// surplus reports whether removing u leaves cq at or above its nominal
+// quota wherever u borrows: u is wholly borrowed quota.
+func surplus(cq *cache.ClusterQueue, u resources.Usage) bool {
+	for fr, v := range u {
+		if v > 0 && cq.IsBorrowingIn(fr) && cq.Used(fr)-v < cq.Nominal(fr) {
+			return false
+		}
+	}
+	return true
 }
