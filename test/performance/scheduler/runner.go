@@ -68,17 +68,17 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}()
 	log.Info("API server up", "version", server.Version, "host", server.Config.Host)
 
-	wps, err := Calibrate(ctx, server.Config, opts.CalibrationWorkers, opts.CalibrationDuration)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("Calibrated", "apiWritesPerSecond", int(wps))
-
 	cfg := unlimited(server.Config)
 	c, err := client.New(cfg, client.Options{Scheme: server.Client.Scheme()})
 	if err != nil {
 		return nil, err
 	}
+	cal, err := Calibrate(ctx, server.Config, c, opts.CalibrationWorkers, opts.CalibrationDuration)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("Calibrated", "apiWritesPerSecond", int(cal.WritesPerSecond), "workloadWritesPerSecond", int(cal.WorkloadWritesPerSecond))
+
 	if err := createQueues(ctx, c, s, opts.Creators); err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := summarize(opts, s, res, wps)
+	sum := summarize(opts, s, res, cal)
 	sum.Controller.Process = procs["berth"]
 	delete(procs, "berth")
 	sum.Processes = procs
@@ -186,6 +186,9 @@ wait:
 func readProcesses(berthPid int) map[string]Process {
 	pids := childrenByName(os.Getpid(), "kube-apiserver", "etcd")
 	pids["berth"] = berthPid
+	// The runner itself plays the users and the jobs: it creates the
+	// workloads, watches them and finishes them.
+	pids["runner"] = os.Getpid()
 	out := map[string]Process{}
 	for name, pid := range pids {
 		if p, err := ReadProcess(pid); err == nil {
@@ -321,9 +324,9 @@ func waitActive(ctx context.Context, c client.Client, n int) error {
 }
 
 // summarize turns a run's measurements into its summary.
-func summarize(opts Options, s *Scenario, res Result, wps float64) *Summary {
+func summarize(opts Options, s *Scenario, res Result, cal Calibration) *Summary {
 	scenario := ScenarioBound(s)
-	api := APIBound(len(s.Workloads), wps)
+	api := APIBound(len(s.Workloads), cal.WritesPerSecond)
 	lower := max(scenario, api)
 	var nominal int64
 	for _, co := range s.Cohorts {
@@ -332,10 +335,12 @@ func summarize(opts Options, s *Scenario, res Result, wps float64) *Summary {
 	sum := &Summary{
 		Config: opts.Name, Scale: opts.Scale, Workloads: len(s.Workloads),
 		WallMs: res.Wall.Milliseconds(), ScenarioBoundMs: scenario.Milliseconds(), APIBoundMs: api.Milliseconds(),
-		APIWritesPerSecond: round(wps), LowerBoundMs: lower.Milliseconds(),
-		Classes:      map[string]Stats{},
-		UsagePercent: UsagePercent(res.Periods, res.Wall, nominal),
-		Admissions:   res.Admissions, Evictions: res.Evictions, Unfinished: res.Unfinished,
+		APIWritesPerSecond: round(cal.WritesPerSecond), LowerBoundMs: lower.Milliseconds(),
+		WorkloadWritesPerSecond: round(cal.WorkloadWritesPerSecond),
+		WorkloadAPIBoundMs:      APIBound(len(s.Workloads), cal.WorkloadWritesPerSecond).Milliseconds(),
+		Classes:                 map[string]Stats{},
+		UsagePercent:            UsagePercent(res.Periods, res.Wall, nominal),
+		Admissions:              res.Admissions, Evictions: res.Evictions, Unfinished: res.Unfinished,
 	}
 	if lower > 0 {
 		sum.Ratio = round(float64(res.Wall) / float64(lower))
