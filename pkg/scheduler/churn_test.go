@@ -61,7 +61,6 @@ type simEvent struct {
 	at    time.Duration
 	seq   int
 	do    func()
-	index int
 }
 
 type eventHeap []*simEvent
