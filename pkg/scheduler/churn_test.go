@@ -58,9 +58,9 @@ type churnWorkload struct {
 }
 
 type simEvent struct {
-	at    time.Duration
-	seq   int
-	do    func()
+	at  time.Duration
+	seq int
+	do  func()
 }
 
 type eventHeap []*simEvent
