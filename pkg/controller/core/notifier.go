@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,14 +31,30 @@ const statusDelay = time.Second
 // dozen queues cost the API server as much as the admissions themselves.
 const statusInterval = 5 * time.Second
 
-// statusPacer spaces the status writes of each queue by statusInterval.
+// statusWritesPerSecond bounds such writes for all queues together, so
+// that their cost does not grow with the number of queues: with a
+// thousand busy queues, each one's counts are refreshed every 100 s or
+// so rather than 200 writes a second taken from admissions.
+const statusWritesPerSecond = 20
+
+// statusPacer spaces the status writes of each queue by statusInterval,
+// within a budget that all queues share.
 type statusPacer struct {
-	mu   sync.Mutex
-	last map[string]time.Time
+	mu     sync.Mutex
+	budget *rate.Limiter
+	last   map[string]time.Time
+	// booked is when a queue that found the budget spent may write: its
+	// turn is reserved, so that waiting queues do not all retry at once.
+	booked map[string]time.Time
 }
 
-func newStatusPacer() *statusPacer {
-	return &statusPacer{last: map[string]time.Time{}}
+// newStatusBudget is the budget the pacers of one controller share.
+func newStatusBudget() *rate.Limiter {
+	return rate.NewLimiter(statusWritesPerSecond, statusWritesPerSecond)
+}
+
+func newStatusPacer(budget *rate.Limiter) *statusPacer {
+	return &statusPacer{budget: budget, last: map[string]time.Time{}, booked: map[string]time.Time{}}
 }
 
 // wait says how long a write of key's status must wait. Zero means it may
@@ -46,8 +63,19 @@ func (p *statusPacer) wait(key string) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
-	if left := statusInterval - now.Sub(p.last[key]); left > 0 {
-		return left
+	if at, ok := p.booked[key]; ok {
+		if left := at.Sub(now); left > 0 {
+			return left
+		}
+		delete(p.booked, key)
+	} else {
+		if left := statusInterval - now.Sub(p.last[key]); left > 0 {
+			return left
+		}
+		if d := p.budget.ReserveN(now, 1).DelayFrom(now); d > 0 {
+			p.booked[key] = now.Add(d)
+			return d
+		}
 	}
 	p.last[key] = now
 	return 0
@@ -58,6 +86,7 @@ func (p *statusPacer) forget(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.last, key)
+	delete(p.booked, key)
 }
 
 // sameActive reports whether two condition lists agree on Active: a change

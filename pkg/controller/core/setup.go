@@ -45,6 +45,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 	}
 	applier := NewApplier(cl, recorder, pending)
 	concurrency := max(opts.WorkloadConcurrency, 1)
+	statusBudget := newStatusBudget()
 	steps := []func() error{
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("workload").For(&berthv1alpha1.Workload{}).
@@ -56,12 +57,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("clusterqueue").For(&berthv1alpha1.ClusterQueue{}).
 				WatchesRawSource(delayed(n.clusterQueues, statusDelay)).
-				Complete(&ClusterQueueReconciler{client: cl, cache: c, queues: q, notifier: n, pacer: newStatusPacer(), synced: map[string]int64{}})
+				Complete(&ClusterQueueReconciler{client: cl, cache: c, queues: q, notifier: n, pacer: newStatusPacer(statusBudget), synced: map[string]int64{}})
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("localqueue").For(&berthv1alpha1.LocalQueue{}).
 				WatchesRawSource(delayed(n.localQueues, statusDelay)).
-				Complete(&LocalQueueReconciler{client: cl, notifier: n, pacer: newStatusPacer(), seen: map[types.NamespacedName]int64{}})
+				Complete(&LocalQueueReconciler{client: cl, notifier: n, pacer: newStatusPacer(statusBudget), seen: map[types.NamespacedName]int64{}})
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("resourceflavor").For(&berthv1alpha1.ResourceFlavor{}).

@@ -2,8 +2,10 @@ package core
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -107,7 +109,7 @@ func TestNamespaceMismatch(t *testing.T) {
 // TestStatusPacer: a queue's status is written at once, then at most once
 // per statusInterval; a change of Active is told apart from counts.
 func TestStatusPacer(t *testing.T) {
-	p := newStatusPacer()
+	p := newStatusPacer(newStatusBudget())
 	if w := p.wait("q"); w != 0 {
 		t.Errorf("first write waits %v, want 0", w)
 	}
@@ -120,6 +122,22 @@ func TestStatusPacer(t *testing.T) {
 	p.forget("q")
 	if w := p.wait("q"); w != 0 {
 		t.Errorf("a forgotten queue's write waits %v, want 0", w)
+	}
+	// Once the shared budget is spent, a queue books a turn and keeps it.
+	shared := rate.NewLimiter(1, 1)
+	a, b := newStatusPacer(shared), newStatusPacer(shared)
+	if w := a.wait("a"); w != 0 {
+		t.Errorf("first write on a fresh budget waits %v, want 0", w)
+	}
+	first := b.wait("b")
+	if first <= 0 || first > time.Second {
+		t.Errorf("a write past the budget waits %v, want within (0, 1s]", first)
+	}
+	if again := b.wait("b"); again <= 0 || again > first {
+		t.Errorf("asking again waits %v, want at most the booked %v", again, first)
+	}
+	if w := b.wait("c"); w <= first {
+		t.Errorf("the next queue waits %v, want after b's turn (%v)", w, first)
 	}
 	ready := []metav1.Condition{{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1alpha1.ReasonReady}}
 	stopped := []metav1.Condition{{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1alpha1.ReasonStopped}}
