@@ -325,13 +325,15 @@ func (m *Manager) Heads(skip map[berthv1alpha1.ClusterQueueReference]bool, mark 
 // Park keeps the workloads queued behind h that have its shape out of the
 // rest of the cycle: h did not fit and could not make room on the cycle's
 // snapshot, so neither can they. EndCycle brings them back; Requeue decides
-// whether they are set aside until an event.
+// whether they are set aside until an event. After an event since the
+// cycle's mark the snapshot is outdated and they might fit on a newer one,
+// but they are parked all the same: the event's own cycle, next, tries them
+// on a fresh snapshot, while trying each of them on the stale one costs as
+// much as all the rest of a busy cycle.
 func (m *Manager) Park(h Head) {
 	m.mu.Lock()
 	defer m.unlock()
-	// After an event since the cycle's mark the snapshot is outdated, and
-	// the bucket's next head may fit on a newer one: it stays in the cycle.
-	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO && q.activations == h.activations {
+	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO {
 		b := q.bucketFor(h.shape)
 		q.park(b)
 		m.toTell = append(m.toTell, q.tell(b, h.Info)...)

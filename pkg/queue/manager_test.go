@@ -233,6 +233,29 @@ func TestShapeBuckets(t *testing.T) {
 	}
 }
 
+// TestStaleParkIsForTheCycleOnly: a head that did not fit on a snapshot
+// older than an event parks its shape for the rest of the cycle all the
+// same, but nothing is set aside: the next cycle tries them again.
+func TestStaleParkIsForTheCycleOnly(t *testing.T) {
+	m := NewManager()
+	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
+	for i, name := range []string{"big-1", "big-2"} {
+		_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload(name, "ns").Created(time.Duration(i)*time.Second).Request(1, "cpu", "8").Obj(), "q")
+	}
+	mark := m.Mark()
+	m.QueueInadmissible("q")
+	h := m.Heads(nil, mark)[0]
+	m.Park(h)
+	if next := m.Heads(nil, mark); len(next) != 0 {
+		t.Errorf("heads after parking on a stale snapshot = %v, want none this cycle", next)
+	}
+	m.Requeue(h, RequeueInadmissible)
+	m.EndCycle()
+	if diff := cmp.Diff([]string{"ns/big-1", "ns/big-2"}, m.Order("q"), cmpEmptySlice); diff != "" {
+		t.Errorf("order for the next cycle (-want +got):\n%s", diff)
+	}
+}
+
 // TestBehindToldOnce: workloads set aside behind the head of their shape
 // are handed over once each, with that head, whether they were queued
 // before the head failed or joined after.
