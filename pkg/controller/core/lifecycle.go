@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,6 +85,24 @@ func setPriority(ctx context.Context, c client.Client, wl *berthv1alpha1.Workloa
 	return c.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{}))
 }
 
+// patchStatus writes patched's status over orig's, failing if orig is not
+// the latest version. The patch is the difference of the statuses alone,
+// and the API server answers with the object's metadata alone: the caller
+// has the rest, and a whole Workload encoded, sent and decoded on every
+// admission costs both sides more than the write itself. patched gets the
+// new resourceVersion.
 func patchStatus(ctx context.Context, c client.Client, orig, patched *berthv1alpha1.Workload) error {
-	return c.Status().Patch(ctx, patched, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	from := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{ResourceVersion: orig.ResourceVersion}, Status: orig.Status}
+	to := &berthv1alpha1.Workload{Status: patched.Status}
+	data, err := client.MergeFromWithOptions(from, client.MergeFromWithOptimisticLock{}).Data(to)
+	if err != nil {
+		return err
+	}
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: orig.Name, Namespace: orig.Namespace}}
+	meta.SetGroupVersionKind(berthv1alpha1.GroupVersion.WithKind("Workload"))
+	if err := c.Status().Patch(ctx, meta, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return err
+	}
+	patched.ResourceVersion = meta.ResourceVersion
+	return nil
 }
