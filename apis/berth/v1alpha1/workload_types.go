@@ -153,8 +153,6 @@ type WorkloadStatus struct {
 // +kubebuilder:printcolumn:name="Finished",type=string,JSONPath=".status.conditions[?(@.type==\"Finished\")].status",description="Whether the workload finished"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=".spec.priority",priority=1,description="The workload's priority"
-// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.status) && has(oldSelf.status.conditions) && oldSelf.status.conditions.exists(c, c.type == 'QuotaReserved' && c.status == 'True')) || has(self.spec.queueName) == has(oldSelf.spec.queueName) && (!has(self.spec.queueName) || self.spec.queueName == oldSelf.spec.queueName)",message="spec.queueName is immutable while quota is reserved"
-// +kubebuilder:validation:XValidation:rule="!(has(oldSelf.status) && has(oldSelf.status.conditions) && oldSelf.status.conditions.exists(c, c.type == 'QuotaReserved' && c.status == 'True')) || self.spec.podSets == oldSelf.spec.podSets",message="spec.podSets is immutable while quota is reserved"
 type Workload struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

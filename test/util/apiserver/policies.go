@@ -39,10 +39,52 @@ func (s *Server) installPolicies(ctx context.Context) error {
 	return s.waitForPolicies(ctx)
 }
 
-// waitForPolicies polls with a dry-run of a ClusterQueue with a negative
-// quota until it is refused: policies take effect a moment after they are
-// created.
+// waitForPolicies waits until the API server enforces both policies:
+// they take effect a moment after they are created, each on its own.
 func (s *Server) waitForPolicies(ctx context.Context) error {
+	if err := s.waitForQuotaPolicy(ctx); err != nil {
+		return err
+	}
+	return s.waitForWorkloadPolicy(ctx)
+}
+
+// waitForWorkloadPolicy polls with a dry-run change of the queue of a
+// Workload holding quota until it is refused.
+func (s *Server) waitForWorkloadPolicy(ctx context.Context) error {
+	probe, err := decode([]byte(`apiVersion: berth.dev/v1alpha1
+kind: Workload
+metadata: {name: policy-probe, namespace: default}
+spec:
+  queueName: probe
+  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, image: probe}]}}}]
+`))
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Create(ctx, probe); err != nil {
+		return fmt.Errorf("creating the policy probe: %w", err)
+	}
+	defer func() { _ = s.Client.Delete(context.WithoutCancel(ctx), probe) }()
+	cond := map[string]any{"type": "QuotaReserved", "status": "True", "reason": "Probe", "message": "Probe", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}
+	if err := unstructured.SetNestedSlice(probe.Object, []any{cond}, "status", "conditions"); err != nil {
+		return err
+	}
+	if err := s.Client.Status().Update(ctx, probe); err != nil {
+		return fmt.Errorf("reserving quota for the policy probe: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		changed := probe.DeepCopy()
+		if err := unstructured.SetNestedField(changed.Object, "other", "spec", "queueName"); err != nil {
+			return false, err
+		}
+		err := s.Client.Update(ctx, changed, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "immutable while quota is reserved"), nil
+	})
+}
+
+// waitForQuotaPolicy polls with a dry-run of a ClusterQueue with a
+// negative quota until it is refused.
+func (s *Server) waitForQuotaPolicy(ctx context.Context) error {
 	probe, err := decode([]byte(`apiVersion: berth.dev/v1alpha1
 kind: ClusterQueue
 metadata: {name: policy-probe}
