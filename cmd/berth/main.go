@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/pkg/jobframework"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	"github.com/berth-dev/berth/pkg/util/logging"
 	"github.com/berth-dev/berth/pkg/webhook/certs"
 )
 
@@ -35,7 +36,7 @@ func main() {
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	ctrl.SetLogger(logging.Lazy(zap.New(zap.UseFlagOptions(&opts))))
 
 	if err := run(configFile); err != nil {
 		ctrl.Log.Error(err, "Berth stopped")
