@@ -34,20 +34,25 @@ var _ logr.LogSink = (*lazySink)(nil)
 // Init does nothing: the wrapped sink was initialised by its own logger.
 func (l *lazySink) Init(logr.RuntimeInfo) {}
 
+// Enabled asks the wrapped sink.
 func (l *lazySink) Enabled(level int) bool { return l.sink.Enabled(level) }
 
+// Info writes a line with the values put off so far.
 func (l *lazySink) Info(level int, msg string, kvs ...any) {
 	l.resolved().Info(level, msg, kvs...)
 }
 
+// Error writes an error line with the values put off so far.
 func (l *lazySink) Error(err error, msg string, kvs ...any) {
 	l.resolved().Error(err, msg, kvs...)
 }
 
+// WithValues only remembers kvs.
 func (l *lazySink) WithValues(kvs ...any) logr.LogSink {
 	return &lazySink{sink: l.sink, kvs: append(slices.Clip(l.kvs), kvs...)}
 }
 
+// WithName names the wrapped sink at once: names are rare.
 func (l *lazySink) WithName(name string) logr.LogSink {
 	return &lazySink{sink: l.sink.WithName(name), kvs: l.kvs}
 }
