@@ -263,8 +263,9 @@ func (s *churnSim) onPreempted(cw *churnWorkload) {
 
 // TestBaselineChurn: on the baseline's cohort with 100 ms writes, at most
 // one workload in five is preempted, and the cohort is never overcommitted.
-// Without preemptor nominations and one preemptor per queue and cycle, the
-// same scenario admitted each workload 66 times on average: each reclaim's
+// Without preemptor nominations, one preemptor per queue and cycle and
+// surplus-first reclaim, the same scenario admitted each workload 66 times
+// on average: each reclaim's
 // released quota went to a borrower, which the next reclaim evicted.
 func TestBaselineChurn(t *testing.T) {
 	s := newChurnSim(100 * time.Millisecond)
