@@ -265,8 +265,8 @@ func (s *churnSim) onPreempted(cw *churnWorkload) {
 // one workload in five is preempted, and the cohort is never overcommitted.
 // Without preemptor nominations, one preemptor per queue and cycle and
 // surplus-first reclaim, the same scenario admitted each workload 66 times
-// on average: each reclaim's
-// released quota went to a borrower, which the next reclaim evicted.
+// on average: each reclaim's released quota went to a borrower, which the
+// next reclaim evicted.
 func TestBaselineChurn(t *testing.T) {
 	s := newChurnSim(100 * time.Millisecond)
 	end, err := s.run(10 * time.Millisecond)
