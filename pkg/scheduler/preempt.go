@@ -80,7 +80,8 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	default:
 		msg = fmt.Sprintf("Preempting %d workloads to make room", len(targets))
 	}
-	if failed < len(targets)-evicting || evicting > 0 {
+	if failed < len(targets) {
+		// Some room is on its way: hold it for this head.
 		c.reserve(e)
 	}
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
