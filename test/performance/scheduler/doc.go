@@ -28,11 +28,11 @@
 // the three writes per workload (create, admit, finish) at the API server's
 // write rate measured on this machine by a calibration phase before the run.
 // The calibration measures ConfigMap writes (apiWritesPerSecond, which
-// apiBoundMs and lowerBoundMs use) and then Workload writes, a create and a
-// status condition each (workloadWritesPerSecond, giving
-// workloadApiBoundMs): the writes a queueing system must actually make,
-// several times dearer for the API server than ConfigMap ones, so a
-// tighter bound. The summary also reports what the API server, etcd and
+// apiBoundMs and lowerBoundMs use) and then Workload writes, the create,
+// admission and Finished condition of each workload as in the scenario
+// (workloadWritesPerSecond, giving workloadApiBoundMs): the writes a
+// queueing system must actually make, several times dearer for the API
+// server than ConfigMap ones, so a tighter bound. The summary also reports what the API server, etcd and
 // the runner itself (which plays users and jobs) cost in CPU.
 //
 // The pure parts (config, generator, bounds, summary) are unit tested; the

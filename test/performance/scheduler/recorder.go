@@ -107,9 +107,19 @@ func (r *Recorder) observe(obj any) {
 	}
 }
 
-// finish appends Finished=True to the workload's conditions with a JSON
-// patch: one write, with no read and no conflict with the controller's
-// writes to other conditions.
+// finishPatch is a JSON patch that appends Finished=True to a workload's
+// conditions: one write, with no read and no conflict with the
+// controller's writes to other conditions.
+func finishPatch() []byte {
+	cond := metav1.Condition{
+		Type: berthv1alpha1.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded",
+		Message: "The benchmark's job ran its runtime", LastTransitionTime: metav1.Now(),
+	}
+	patch, _ := json.Marshal([]map[string]any{{"op": "add", "path": "/status/conditions/-", "value": cond}})
+	return patch
+}
+
+// finish marks the workload finished (finishPatch).
 func (r *Recorder) finish(key types.NamespacedName, rec *record) {
 	r.mu.Lock()
 	if !rec.admitted || rec.finishing {
@@ -119,11 +129,7 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record) {
 	rec.finishing = true
 	r.mu.Unlock()
 
-	cond := metav1.Condition{
-		Type: berthv1alpha1.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded",
-		Message: "The benchmark's job ran its runtime", LastTransitionTime: metav1.Now(),
-	}
-	patch, _ := json.Marshal([]map[string]any{{"op": "add", "path": "/status/conditions/-", "value": cond}})
+	patch := finishPatch()
 	wl := &berthv1alpha1.Workload{}
 	wl.Namespace, wl.Name = key.Namespace, key.Name
 	var err error
