@@ -33,8 +33,11 @@ const (
 	// pendingWritesPerSecond bounds the writes of reasons to wait, burst
 	// included. Admissions and evictions are what keep quota in use; when
 	// thousands of workloads wait at once, their explanations come a little
-	// later rather than take the API server from the decisions.
-	pendingWritesPerSecond = 20
+	// later rather than take the API server from the decisions. Each costs
+	// the API server as much as an admission: at 20 a second they were a
+	// twelfth of the Workload writes of the perf baseline, which a busy
+	// server takes at 300 to 500 a second on two cores.
+	pendingWritesPerSecond = 10
 )
 
 // PendingWriter writes why workloads wait off the scheduler's path. It
