@@ -81,6 +81,27 @@ func (p *statusPacer) wait(key string) time.Duration {
 	return 0
 }
 
+// due says how long until key may write its status, like wait but without
+// booking a turn: zero when it may write now.
+func (p *statusPacer) due(key string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if at, ok := p.booked[key]; ok {
+		return max(0, at.Sub(now))
+	}
+	return max(0, statusInterval-now.Sub(p.last[key]))
+}
+
+// wrote counts a write of key's status made out of turn, as a change of
+// Active is.
+func (p *statusPacer) wrote(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last[key] = time.Now()
+	delete(p.booked, key)
+}
+
 // forget drops what is known of a queue that is gone.
 func (p *statusPacer) forget(key string) {
 	p.mu.Lock()
