@@ -32,8 +32,10 @@
 // admission and Finished condition of each workload as in the scenario
 // (workloadWritesPerSecond, giving workloadApiBoundMs): the writes a
 // queueing system must actually make, several times dearer for the API
-// server than ConfigMap ones, so a tighter bound. The summary also reports what the API server, etcd and
-// the runner itself (which plays users and jobs) cost in CPU.
+// server than ConfigMap ones, so a tighter bound; workloadRatio is wallMs
+// against it (or the scenario bound, if larger). The summary also reports
+// what the API server, etcd and the runner itself (which plays users and
+// jobs) cost in CPU.
 //
 // The pure parts (config, generator, bounds, summary) are unit tested; the
 // runner needs the envtest binaries in bin/k8s and bin/berth and is driven

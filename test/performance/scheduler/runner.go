@@ -328,6 +328,7 @@ func summarize(opts Options, s *Scenario, res Result, cal Calibration) *Summary 
 	scenario := ScenarioBound(s)
 	api := APIBound(len(s.Workloads), cal.WritesPerSecond)
 	lower := max(scenario, api)
+	workloadAPI := APIBound(len(s.Workloads), cal.WorkloadWritesPerSecond)
 	var nominal int64
 	for _, co := range s.Cohorts {
 		nominal += co.CapacityMilli
@@ -337,13 +338,16 @@ func summarize(opts Options, s *Scenario, res Result, cal Calibration) *Summary 
 		WallMs: res.Wall.Milliseconds(), ScenarioBoundMs: scenario.Milliseconds(), APIBoundMs: api.Milliseconds(),
 		APIWritesPerSecond: round(cal.WritesPerSecond), LowerBoundMs: lower.Milliseconds(),
 		WorkloadWritesPerSecond: round(cal.WorkloadWritesPerSecond),
-		WorkloadAPIBoundMs:      APIBound(len(s.Workloads), cal.WorkloadWritesPerSecond).Milliseconds(),
+		WorkloadAPIBoundMs:      workloadAPI.Milliseconds(),
 		Classes:                 map[string]Stats{},
 		UsagePercent:            UsagePercent(res.Periods, res.Wall, nominal),
 		Admissions:              res.Admissions, Evictions: res.Evictions, Unfinished: res.Unfinished,
 	}
 	if lower > 0 {
 		sum.Ratio = round(float64(res.Wall) / float64(lower))
+	}
+	if tighter := max(scenario, workloadAPI); tighter > 0 {
+		sum.WorkloadRatio = round(float64(res.Wall) / float64(tighter))
 	}
 	if res.Wall > 0 {
 		sum.AdmissionsPerSecond = round(float64(res.Admissions) / res.Wall.Seconds())

@@ -31,6 +31,9 @@ type Summary struct {
 	LowerBoundMs            int64   `json:"lowerBoundMs"`
 	// Ratio is WallMs / LowerBoundMs: 1 is as fast as any system can be.
 	Ratio float64 `json:"ratio"`
+	// WorkloadRatio is WallMs over the larger of ScenarioBoundMs and
+	// WorkloadAPIBoundMs: the same ratio against the tighter bound.
+	WorkloadRatio float64 `json:"workloadRatio"`
 
 	// Classes is the time to admission per workload class.
 	Classes map[string]Stats `json:"classes"`

@@ -117,3 +117,23 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestSummarizeRatios: ratio is against the ConfigMap bound, as the issue
+// defines it; workloadRatio against the tighter Workload one.
+func TestSummarizeRatios(t *testing.T) {
+	ms := time.Millisecond
+	s := &Scenario{
+		Cohorts: []Cohort{{Name: "a", CapacityMilli: 100000}},
+		// Scenario bound: 1 s.
+		Workloads: []Planned{{Cohort: "a", Runtime: time.Second, RequestMilli: 1000}, {Cohort: "a", Runtime: time.Second, RequestMilli: 1000}},
+	}
+	// 6 writes at 3 a second: 2 s; at 1.5 a second: 4 s.
+	cal := Calibration{WritesPerSecond: 3, WorkloadWritesPerSecond: 1.5}
+	got := summarize(Options{Name: "t", Scale: 1}, s, Result{Wall: 8000 * ms}, cal)
+	if got.LowerBoundMs != 2000 || got.Ratio != 4 {
+		t.Errorf("lowerBoundMs, ratio = %d, %v; want 2000, 4", got.LowerBoundMs, got.Ratio)
+	}
+	if got.WorkloadAPIBoundMs != 4000 || got.WorkloadRatio != 2 {
+		t.Errorf("workloadApiBoundMs, workloadRatio = %d, %v; want 4000, 2", got.WorkloadAPIBoundMs, got.WorkloadRatio)
+	}
+}
