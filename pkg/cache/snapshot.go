@@ -85,9 +85,20 @@ func (s *Snapshot) AddWorkload(info *workload.Info) {
 }
 
 // AddedInCycle reports whether the workload with key was added to the
-// snapshot after it was taken: admitted in the current cycle.
+// snapshot after it was taken (admitted in the current cycle) or marked
+// with MarkAdmitting.
 func (s *Snapshot) AddedInCycle(key string) bool {
 	return s.added[key]
+}
+
+// MarkAdmitting marks the workload with key, which the snapshot holds as
+// assumed, as admitted by an earlier cycle whose write is not answered
+// yet: like a workload admitted in this cycle, it is no preemption victim.
+func (s *Snapshot) MarkAdmitting(key string) {
+	if s.added == nil {
+		s.added = map[string]bool{}
+	}
+	s.added[key] = true
 }
 
 // RemoveWorkload removes info from the snapshot, releasing its quota.

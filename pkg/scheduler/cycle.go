@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 
@@ -40,11 +41,6 @@ type cycle struct {
 	// where they fit, but not preempt too.
 	preemptor map[berthv1alpha1.ClusterQueueReference]string
 	requeue   []requeued
-	// admissions are the cycle's admissions whose writes have not been
-	// settled; with parallelism above one they are under way.
-	admissions []*admission
-	writes     sync.WaitGroup
-	slots      chan struct{}
 	// strictWriting is set while an admission in a StrictFIFO queue is
 	// unsettled: nothing of that queue may be decided until it is.
 	strictWriting bool
@@ -59,6 +55,8 @@ type admission struct {
 	// written is the object as the API server returned it.
 	written *berthv1alpha1.Workload
 	err     error
+	// done is set once written and err are.
+	done atomic.Bool
 }
 
 type requeued struct {
@@ -71,21 +69,39 @@ type requeued struct {
 // that one cycle never considers a workload twice.
 func (s *Scheduler) Schedule(ctx context.Context) Stats {
 	mark := s.queues.Mark()
-	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}, preemptor: map[berthv1alpha1.ClusterQueueReference]string{}}
-	if s.parallelism > 1 {
-		c.slots = make(chan struct{}, s.parallelism)
+	s.stalled = false
+	c := &cycle{Scheduler: s, blocked: map[berthv1alpha1.ClusterQueueReference]bool{}, preemptor: map[berthv1alpha1.ClusterQueueReference]string{}}
+	// The writes of earlier cycles that are answered are settled first,
+	// so that the snapshot has what they made of the cache.
+	c.settleAdmissions(ctx, c.strictInFlight())
+	c.snap = s.cache.Snapshot()
+	for _, a := range c.inFlight {
+		// Preempting it before its admission is answered would evict
+		// what the API server may not know as admitted yet.
+		c.snap.MarkAdmitting(a.info.Key)
 	}
 	c.applyNominations()
+rounds:
 	for {
 		if c.strictWriting {
-			c.settleAdmissions(ctx)
+			c.settleAdmissions(ctx, true)
+		}
+		if c.writesFull() {
+			// Deciding more would wait for a write slot with a snapshot
+			// growing old: end the cycle, and start the next one, on a
+			// fresh snapshot, as soon as a write is answered.
+			c.stalled = true
+			break
 		}
 		heads := s.queues.Heads(c.blocked, mark)
 		if len(heads) == 0 {
 			break
 		}
+		released := map[string]nomination{}
 		for _, h := range heads {
-			c.release(h.Info.Key)
+			if n, ok := c.release(h.Info.Key); ok {
+				released[h.Info.Key] = n
+			}
 		}
 		entries := make([]entry, len(heads))
 		for i, h := range heads {
@@ -93,10 +109,25 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		}
 		sort.Slice(entries, func(i, j int) bool { return entryLess(&entries[i], &entries[j]) })
 		for i := range entries {
+			if c.writesFull() {
+				// The heads not decided go back as they were, nominations
+				// included.
+				for _, e := range entries[i:] {
+					if n, ok := released[e.head.Info.Key]; ok {
+						c.nominated[e.head.Info.Key] = n
+					}
+					c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
+				}
+				c.stalled = true
+				break rounds
+			}
 			c.process(ctx, &entries[i])
 		}
 	}
-	c.settleAdmissions(ctx)
+	// With a parallelism of one the writes are made here, in order; else
+	// only those already answered are settled, and the rest by a later
+	// cycle.
+	c.settleAdmissions(ctx, c.slots == nil)
 	for _, r := range c.requeue {
 		s.queues.Requeue(r.head, r.reason)
 	}
@@ -193,12 +224,19 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 	}
 	c.snap.AddWorkload(&info)
 	a := &admission{e: e, info: &info, adm: e.assignment.Admission(e.head.ClusterQueue)}
-	c.admissions = append(c.admissions, a)
+	c.inFlight = append(c.inFlight, a)
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.strictWriting = true
 	}
 	if c.slots != nil {
-		c.goWrite(&c.writes, func() { a.written, a.err = c.applier.Admit(ctx, e.head.Info.Obj, a.adm) })
+		c.goWrite(&c.writes, func() {
+			a.written, a.err = c.applier.Admit(ctx, e.head.Info.Obj, a.adm)
+			a.done.Store(true)
+			if a.err != nil {
+				// Only a cycle puts the workload back and frees its quota.
+				c.queues.Wake()
+			}
+		})
 	}
 }
 
@@ -206,24 +244,55 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 func (c *cycle) goWrite(wg *sync.WaitGroup, write func()) {
 	c.slots <- struct{}{}
 	wg.Go(func() {
-		defer func() { <-c.slots }()
+		defer func() {
+			<-c.slots
+			select {
+			case c.answered <- struct{}{}:
+			default:
+			}
+		}()
 		write()
 	})
 }
 
-// settleAdmissions waits for the outstanding admission writes (or, with a
-// parallelism of one, makes them in order) and settles each. A cycle's
-// writes go out while it goes on deciding; only a StrictFIFO queue waits
-// for its head's write before its next head is decided.
-func (c *cycle) settleAdmissions(ctx context.Context) {
-	if c.slots == nil {
-		for _, a := range c.admissions {
-			a.written, a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
+// writesFull reports whether every write slot is taken.
+func (c *cycle) writesFull() bool {
+	return c.slots != nil && len(c.slots) == cap(c.slots)
+}
+
+// strictInFlight reports whether an admission into a StrictFIFO queue is
+// unsettled: its queue may decide nothing until it is.
+func (c *cycle) strictInFlight() bool {
+	for _, a := range c.inFlight {
+		if a.e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+			return true
 		}
 	}
-	c.writes.Wait()
+	return false
+}
+
+// settleAdmissions settles the admissions whose writes are answered; with
+// wait, it first waits for all of them (or, with a parallelism of one,
+// makes them in order). Writes go out while the scheduler goes on
+// deciding, in this cycle and the next ones; only a StrictFIFO queue waits
+// for its head's write before its next head is decided.
+func (c *cycle) settleAdmissions(ctx context.Context, wait bool) {
+	if c.slots == nil {
+		for _, a := range c.inFlight {
+			a.written, a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
+			a.done.Store(true)
+		}
+	}
+	if wait {
+		c.writes.Wait()
+	}
 	log := logr.FromContextOrDiscard(ctx)
-	for _, a := range c.admissions {
+	unanswered := c.inFlight[:0]
+	for _, a := range c.inFlight {
+		if !a.done.Load() {
+			unanswered = append(unanswered, a)
+			continue
+		}
 		e := a.e
 		if a.err != nil {
 			log.Error(a.err, "Admitting workload", "workload", a.info.Key)
@@ -248,9 +317,11 @@ func (c *cycle) settleAdmissions(ctx context.Context) {
 		c.stats.Admitted++
 		log.V(3).Info("Workload admitted", "workload", a.info.Key, "clusterQueue", e.head.ClusterQueue)
 	}
-	clear(c.admissions)
-	c.admissions = c.admissions[:0]
-	c.strictWriting = false
+	clear(c.inFlight[len(unanswered):])
+	c.inFlight = unanswered
+	if wait {
+		c.strictWriting = false
+	}
 }
 
 func (c *cycle) pending(ctx context.Context, e *entry, reason, msg string, rr queue.RequeueReason) {
