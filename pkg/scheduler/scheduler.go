@@ -88,15 +88,11 @@ func (s *Scheduler) Start(ctx context.Context) {
 		stats := s.Schedule(ctx)
 		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending, "stalled", s.stalled, "duration", time.Since(start))
 		if s.stalled {
-			// Every write slot was taken. The next cycle waits for a
-			// quarter of them to be free, so that it decides a batch
-			// rather than one head per answered write.
-			for len(s.slots) > cap(s.slots)-max(1, cap(s.slots)/4) {
-				select {
-				case <-ctx.Done():
-					return
-				case <-s.answered:
-				}
+			// Every write slot was taken; the next cycle needs one.
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.answered:
 			}
 			s.queues.Wake()
 		}
