@@ -85,20 +85,9 @@ func (s *Snapshot) AddWorkload(info *workload.Info) {
 }
 
 // AddedInCycle reports whether the workload with key was added to the
-// snapshot after it was taken (admitted in the current cycle) or marked
-// with MarkAdmitting.
+// snapshot after it was taken: admitted in the current cycle.
 func (s *Snapshot) AddedInCycle(key string) bool {
 	return s.added[key]
-}
-
-// MarkAdmitting marks the workload with key, which the snapshot holds as
-// assumed, as admitted by an earlier cycle whose write is not answered
-// yet: like a workload admitted in this cycle, it is no preemption victim.
-func (s *Snapshot) MarkAdmitting(key string) {
-	if s.added == nil {
-		s.added = map[string]bool{}
-	}
-	s.added[key] = true
 }
 
 // RemoveWorkload removes info from the snapshot, releasing its quota.

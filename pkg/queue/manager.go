@@ -95,9 +95,6 @@ func (m *Manager) Wakeup() <-chan struct{} {
 	return m.wakeup
 }
 
-// Wake asks for a scheduling cycle.
-func (m *Manager) Wake() { m.wake() }
-
 func (m *Manager) wake() {
 	select {
 	case m.wakeup <- struct{}{}:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 
@@ -41,6 +40,11 @@ type cycle struct {
 	// where they fit, but not preempt too.
 	preemptor map[berthv1alpha1.ClusterQueueReference]string
 	requeue   []requeued
+	// admissions are the cycle's admissions whose writes have not been
+	// settled; with parallelism above one they are under way.
+	admissions []*admission
+	writes     sync.WaitGroup
+	slots      chan struct{}
 	// strictWriting is set while an admission in a StrictFIFO queue is
 	// unsettled: nothing of that queue may be decided until it is.
 	strictWriting bool
@@ -55,8 +59,6 @@ type admission struct {
 	// written is the object as the API server returned it.
 	written *berthv1alpha1.Workload
 	err     error
-	// done is set once written and err are.
-	done atomic.Bool
 }
 
 type requeued struct {
@@ -69,29 +71,15 @@ type requeued struct {
 // that one cycle never considers a workload twice.
 func (s *Scheduler) Schedule(ctx context.Context) Stats {
 	mark := s.queues.Mark()
-	s.stalled = false
-	c := &cycle{Scheduler: s, blocked: map[berthv1alpha1.ClusterQueueReference]bool{}, preemptor: map[berthv1alpha1.ClusterQueueReference]string{}}
-	// The writes of earlier cycles that are answered are settled first,
-	// so that the snapshot has what they made of the cache.
-	c.settleAdmissions(ctx, c.strictInFlight())
-	c.snap = s.cache.Snapshot()
-	for _, a := range c.inFlight {
-		// Preempting it before its admission is answered would evict
-		// what the API server may not know as admitted yet.
-		c.snap.MarkAdmitting(a.info.Key)
+	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}, preemptor: map[berthv1alpha1.ClusterQueueReference]string{}}
+	if s.parallelism > 1 {
+		c.slots = make(chan struct{}, s.parallelism)
 	}
 	c.applyNominations()
 rounds:
 	for {
 		if c.strictWriting {
-			c.settleAdmissions(ctx, true)
-		}
-		if c.writesFull() {
-			// Deciding more would wait for a write slot with a snapshot
-			// growing old: end the cycle, and start the next one, on a
-			// fresh snapshot, as soon as a write is answered.
-			c.stalled = true
-			break
+			c.settleAdmissions(ctx)
 		}
 		heads := s.queues.Heads(c.blocked, mark)
 		if len(heads) == 0 {
@@ -110,24 +98,23 @@ rounds:
 		sort.Slice(entries, func(i, j int) bool { return entryLess(&entries[i], &entries[j]) })
 		for i := range entries {
 			if c.writesFull() {
-				// The heads not decided go back as they were, nominations
-				// included.
+				// Deciding more would wait for a write slot while the
+				// snapshot grows old: quota that finished workloads free
+				// meanwhile would wait for this cycle to end. The cycle
+				// ends here, and the heads it did not decide go back as
+				// they were, nominations included, for the next one.
 				for _, e := range entries[i:] {
 					if n, ok := released[e.head.Info.Key]; ok {
 						c.nominated[e.head.Info.Key] = n
 					}
 					c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
 				}
-				c.stalled = true
 				break rounds
 			}
 			c.process(ctx, &entries[i])
 		}
 	}
-	// With a parallelism of one the writes are made here, in order; else
-	// only those already answered are settled, and the rest by a later
-	// cycle.
-	c.settleAdmissions(ctx, c.slots == nil)
+	c.settleAdmissions(ctx)
 	for _, r := range c.requeue {
 		s.queues.Requeue(r.head, r.reason)
 	}
@@ -224,35 +211,13 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 	}
 	c.snap.AddWorkload(&info)
 	a := &admission{e: e, info: &info, adm: e.assignment.Admission(e.head.ClusterQueue)}
-	c.inFlight = append(c.inFlight, a)
+	c.admissions = append(c.admissions, a)
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.strictWriting = true
 	}
 	if c.slots != nil {
-		c.goWrite(&c.writes, func() {
-			a.written, a.err = c.applier.Admit(ctx, e.head.Info.Obj, a.adm)
-			a.done.Store(true)
-			if a.err != nil {
-				// Only a cycle puts the workload back and frees its quota.
-				c.queues.Wake()
-			}
-		})
+		c.goWrite(&c.writes, func() { a.written, a.err = c.applier.Admit(ctx, e.head.Info.Obj, a.adm) })
 	}
-}
-
-// goWrite runs write in wg once one of the scheduler's write slots is free.
-func (c *cycle) goWrite(wg *sync.WaitGroup, write func()) {
-	c.slots <- struct{}{}
-	wg.Go(func() {
-		defer func() {
-			<-c.slots
-			select {
-			case c.answered <- struct{}{}:
-			default:
-			}
-		}()
-		write()
-	})
 }
 
 // writesFull reports whether every write slot is taken.
@@ -260,39 +225,28 @@ func (c *cycle) writesFull() bool {
 	return c.slots != nil && len(c.slots) == cap(c.slots)
 }
 
-// strictInFlight reports whether an admission into a StrictFIFO queue is
-// unsettled: its queue may decide nothing until it is.
-func (c *cycle) strictInFlight() bool {
-	for _, a := range c.inFlight {
-		if a.e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
-			return true
-		}
-	}
-	return false
+// goWrite runs write in wg once one of the scheduler's write slots is free.
+func (c *cycle) goWrite(wg *sync.WaitGroup, write func()) {
+	c.slots <- struct{}{}
+	wg.Go(func() {
+		defer func() { <-c.slots }()
+		write()
+	})
 }
 
-// settleAdmissions settles the admissions whose writes are answered; with
-// wait, it first waits for all of them (or, with a parallelism of one,
-// makes them in order). Writes go out while the scheduler goes on
-// deciding, in this cycle and the next ones; only a StrictFIFO queue waits
+// settleAdmissions waits for the outstanding admission writes (or, with a
+// parallelism of one, makes them in order) and settles each. A cycle's
+// writes go out while it goes on deciding; only a StrictFIFO queue waits
 // for its head's write before its next head is decided.
-func (c *cycle) settleAdmissions(ctx context.Context, wait bool) {
+func (c *cycle) settleAdmissions(ctx context.Context) {
 	if c.slots == nil {
-		for _, a := range c.inFlight {
+		for _, a := range c.admissions {
 			a.written, a.err = c.applier.Admit(ctx, a.e.head.Info.Obj, a.adm)
-			a.done.Store(true)
 		}
 	}
-	if wait {
-		c.writes.Wait()
-	}
+	c.writes.Wait()
 	log := logr.FromContextOrDiscard(ctx)
-	unanswered := c.inFlight[:0]
-	for _, a := range c.inFlight {
-		if !a.done.Load() {
-			unanswered = append(unanswered, a)
-			continue
-		}
+	for _, a := range c.admissions {
 		e := a.e
 		if a.err != nil {
 			log.Error(a.err, "Admitting workload", "workload", a.info.Key)
@@ -317,11 +271,9 @@ func (c *cycle) settleAdmissions(ctx context.Context, wait bool) {
 		c.stats.Admitted++
 		log.V(3).Info("Workload admitted", "workload", a.info.Key, "clusterQueue", e.head.ClusterQueue)
 	}
-	clear(c.inFlight[len(unanswered):])
-	c.inFlight = unanswered
-	if wait {
-		c.strictWriting = false
-	}
+	clear(c.admissions)
+	c.admissions = c.admissions[:0]
+	c.strictWriting = false
 }
 
 func (c *cycle) pending(ctx context.Context, e *entry, reason, msg string, rr queue.RequeueReason) {

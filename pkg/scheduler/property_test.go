@@ -47,9 +47,6 @@ func runScenario(seed int64, steps, parallelism int) error {
 		strict := s.strictOrders()
 		s.admitted, s.preempted = map[string]*berthv1alpha1.Admission{}, nil
 		s.sched.Schedule(ctx)
-		// The API server answers the writes before anything else happens;
-		// the next cycle settles them.
-		s.sched.writes.Wait()
 		if err := s.checkCycle(strict); err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
 		}

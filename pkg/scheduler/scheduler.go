@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,20 +20,6 @@ type Scheduler struct {
 	parallelism int
 	// nominated are the preemptors waiting for their victims, by key.
 	nominated map[string]nomination
-
-	// inFlight are the admissions not settled yet, of this cycle and
-	// earlier ones; with a parallelism above one their writes are under
-	// way.
-	inFlight []*admission
-	// writes are the admission writes under way; slots bounds them by
-	// parallelism (nil for one: writes are made in order at a cycle's
-	// end); answered is signalled whenever one is answered.
-	writes   sync.WaitGroup
-	slots    chan struct{}
-	answered chan struct{}
-	// stalled is set when the last cycle ended with every write slot
-	// taken and work left.
-	stalled bool
 }
 
 // Option configures a Scheduler.
@@ -56,10 +41,6 @@ func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler
 	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now, parallelism: 1, nominated: map[string]nomination{}}
 	for _, o := range opts {
 		o(s)
-	}
-	if s.parallelism > 1 {
-		s.slots = make(chan struct{}, s.parallelism)
-		s.answered = make(chan struct{}, 1)
 	}
 	return s
 }
@@ -86,16 +67,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 		}
 		start := time.Now()
 		stats := s.Schedule(ctx)
-		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending, "stalled", s.stalled, "duration", time.Since(start))
-		if s.stalled {
-			// Every write slot was taken; the next cycle needs one.
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.answered:
-			}
-			s.queues.Wake()
-		}
+		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending, "duration", time.Since(start))
 	}
 }
 
