@@ -76,20 +76,23 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		c.slots = make(chan struct{}, s.parallelism)
 	}
 	c.applyNominations()
-rounds:
 	for {
 		if c.strictWriting {
 			c.settleAdmissions(ctx)
+		}
+		if c.writesFull() {
+			// Another round would wait for write slots while the snapshot
+			// grows old, and quota that finished workloads free meanwhile
+			// would wait for this cycle to end: the next cycle, on a fresh
+			// snapshot, takes the heads left.
+			break
 		}
 		heads := s.queues.Heads(c.blocked, mark)
 		if len(heads) == 0 {
 			break
 		}
-		released := map[string]nomination{}
 		for _, h := range heads {
-			if n, ok := c.release(h.Info.Key); ok {
-				released[h.Info.Key] = n
-			}
+			c.release(h.Info.Key)
 		}
 		entries := make([]entry, len(heads))
 		for i, h := range heads {
@@ -97,20 +100,6 @@ rounds:
 		}
 		sort.Slice(entries, func(i, j int) bool { return entryLess(&entries[i], &entries[j]) })
 		for i := range entries {
-			if c.writesFull() {
-				// Deciding more would wait for a write slot while the
-				// snapshot grows old: quota that finished workloads free
-				// meanwhile would wait for this cycle to end. The cycle
-				// ends here, and the heads it did not decide go back as
-				// they were, nominations included, for the next one.
-				for _, e := range entries[i:] {
-					if n, ok := released[e.head.Info.Key]; ok {
-						c.nominated[e.head.Info.Key] = n
-					}
-					c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
-				}
-				break rounds
-			}
 			c.process(ctx, &entries[i])
 		}
 	}

@@ -33,17 +33,14 @@ func (c *cycle) applyNominations() {
 	}
 }
 
-// release gives up key's reservation, if any, before it is decided again,
-// and returns it.
-func (c *cycle) release(key string) (nomination, bool) {
-	n, ok := c.nominated[key]
-	if ok {
+// release gives up key's reservation, if any, before it is decided again.
+func (c *cycle) release(key string) {
+	if n, ok := c.nominated[key]; ok {
 		delete(c.nominated, key)
 		if cq := c.snap.ClusterQueues[n.clusterQueue]; cq != nil {
 			cq.Unreserve(n.usage)
 		}
 	}
-	return n, ok
 }
 
 // reserve nominates e's head, which made room by preemption and waits for

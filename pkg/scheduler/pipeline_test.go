@@ -49,8 +49,8 @@ func (g *gatedApplier) sent() []string {
 }
 
 // TestCycleStopsDecidingWhenWriteSlotsAreFull: with every write slot
-// taken, a cycle decides no more heads; it settles its writes and the
-// heads it did not decide stay queued for the next cycle, which decides
+// taken after a round, a cycle starts no other round; it settles its
+// writes and the heads left stay queued for the next cycle, which decides
 // them on a fresh snapshot.
 func TestCycleStopsDecidingWhenWriteSlotsAreFull(t *testing.T) {
 	e := newEnv(envInputs{
