@@ -95,6 +95,9 @@ func (m *Manager) Wakeup() <-chan struct{} {
 	return m.wakeup
 }
 
+// Wake asks for another scheduling cycle.
+func (m *Manager) Wake() { m.wake() }
+
 func (m *Manager) wake() {
 	select {
 	case m.wakeup <- struct{}{}:

@@ -85,6 +85,7 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 			// grows old, and quota that finished workloads free meanwhile
 			// would wait for this cycle to end: the next cycle, on a fresh
 			// snapshot, takes the heads left.
+			s.queues.Wake()
 			break
 		}
 		heads := s.queues.Heads(c.blocked, mark)

@@ -65,6 +65,10 @@ func TestCycleStopsDecidingWhenWriteSlotsAreFull(t *testing.T) {
 	g := &gatedApplier{gates: map[string]chan struct{}{"ns/a": make(chan struct{}), "ns/b": make(chan struct{})}}
 	e.sched = New(e.cache, e.queues, g, WithClock(func() time.Time { return utiltesting.BaseTime }), WithParallelism(2))
 
+	select {
+	case <-e.queues.Wakeup(): // the workloads' arrival
+	default:
+	}
 	done := make(chan Stats, 1)
 	go func() { done <- e.sched.Schedule(context.Background()) }()
 	for deadline := time.Now().Add(10 * time.Second); len(g.sent()) < 2 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -82,6 +86,11 @@ func TestCycleStopsDecidingWhenWriteSlotsAreFull(t *testing.T) {
 	}
 	if !e.queues.Queued("ns/c", "q") {
 		t.Error("the undecided head ns/c left its queue")
+	}
+	select {
+	case <-e.queues.Wakeup():
+	default:
+		t.Error("the cycle that stopped early did not ask for the next one")
 	}
 	second := e.sched.Schedule(context.Background())
 	if diff := cmp.Diff([]Stats{{Admitted: 2}, {Admitted: 1}}, []Stats{first, second}); diff != "" {
