@@ -11,9 +11,9 @@ import (
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -65,7 +65,11 @@ func run(configFile string) error {
 		certsMgr = certs.New(certs.OptionsFrom(cfg))
 		tlsOpts = append(tlsOpts, certsMgr.TLSOpt)
 	}
-	mgr, err := ctrl.NewManager(restConfig, managerOptions(cfg, scheme, tlsOpts))
+	opts, err := managerOptions(cfg, restConfig, scheme, tlsOpts)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		return err
 	}
@@ -80,13 +84,14 @@ func run(configFile string) error {
 	return mgr.Start(ctx)
 }
 
-func managerOptions(cfg *configv1alpha1.Configuration, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) ctrl.Options {
+func managerOptions(cfg *configv1alpha1.Configuration, restConfig *rest.Config, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) (ctrl.Options, error) {
+	cacheOpts, err := controller.CacheOptions(restConfig, scheme)
+	if err != nil {
+		return ctrl.Options{}, err
+	}
 	return ctrl.Options{
-		Scheme: scheme,
-		// Nothing reads managed fields; without them every cached object,
-		// thousands of Workloads among them, is a good deal smaller. An
-		// update that omits them keeps them on the server.
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Scheme:                  scheme,
+		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:  cfg.Health.HealthProbeBindAddress,
 		PprofBindAddress:        cfg.PprofBindAddress,
@@ -101,7 +106,7 @@ func managerOptions(cfg *configv1alpha1.Configuration, scheme *k8sruntime.Scheme
 			CertDir: cfg.Webhook.CertDir,
 			TLSOpts: tlsOpts,
 		}),
-	}
+	}, nil
 }
 
 func addProbes(mgr ctrl.Manager, certsMgr *certs.Manager) error {

@@ -64,8 +64,13 @@ func startManager() error {
 	if err := controller.AddToScheme(scheme, integrations); err != nil {
 		return err
 	}
+	cacheOpts, err := controller.CacheOptions(server.Config, scheme)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(server.Config, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{

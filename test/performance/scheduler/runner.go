@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
 
@@ -201,7 +202,14 @@ func readProcesses(berthPid int) map[string]Process {
 // watchWorkloads feeds rec from an informer on Workloads, started and
 // synced before it returns; it stops with ctx.
 func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec *Recorder) error {
-	ca, err := cache.New(cfg, cache.Options{Scheme: c.Scheme()})
+	// The controller's cache options: the runner must not take more of
+	// the machine than a job integration would.
+	opts, err := controller.CacheOptions(cfg, c.Scheme())
+	if err != nil {
+		return err
+	}
+	opts.Scheme = c.Scheme()
+	ca, err := cache.New(cfg, opts)
 	if err != nil {
 		return err
 	}

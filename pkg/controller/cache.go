@@ -1,0 +1,33 @@
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/fastwatch"
+)
+
+// CacheOptions is how Berth's manager caches objects.
+func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	// Workloads change several times each within seconds of a busy
+	// cluster: their watch decodes in one pass.
+	newInformer, err := fastwatch.NewInformer(cfg, httpClient, scheme,
+		fastwatch.For[berthv1alpha1.Workload]("workloads"))
+	if err != nil {
+		return cache.Options{}, err
+	}
+	return cache.Options{
+		HTTPClient: httpClient,
+		// Nothing reads managed fields; without them every cached object,
+		// thousands of Workloads among them, is a good deal smaller. An
+		// update that omits them keeps them on the server.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		NewInformer:      newInformer,
+	}, nil
+}
