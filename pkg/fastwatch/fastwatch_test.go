@@ -34,7 +34,7 @@ func sample(name string) *berthv1alpha1.Workload {
 	wl.ManagedFields = []metav1.ManagedFieldsEntry{{
 		Manager: "berth", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "berth.dev/v1alpha1",
 		Time: &metav1.Time{Time: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:admission":{".":{}}}}`)}, Subresource: "status",
+		FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:admission":{".":{}}}}`), Subresource: "status",
 	}}
 	return wl
 }
