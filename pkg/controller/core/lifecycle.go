@@ -2,8 +2,10 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -92,9 +94,7 @@ func setPriority(ctx context.Context, c client.Client, wl *berthv1alpha1.Workloa
 // admission costs both sides more than the write itself. patched gets the
 // new resourceVersion.
 func patchStatus(ctx context.Context, c client.Client, orig, patched *berthv1alpha1.Workload) error {
-	from := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{ResourceVersion: orig.ResourceVersion}, Status: orig.Status}
-	to := &berthv1alpha1.Workload{Status: patched.Status}
-	data, err := client.MergeFromWithOptions(from, client.MergeFromWithOptimisticLock{}).Data(to)
+	data, err := statusPatch(orig.ResourceVersion, &orig.Status, &patched.Status)
 	if err != nil {
 		return err
 	}
@@ -105,4 +105,46 @@ func patchStatus(ctx context.Context, c client.Client, orig, patched *berthv1alp
 	}
 	patched.ResourceVersion = meta.ResourceVersion
 	return nil
+}
+
+// statusPatch is the JSON merge patch from one status to another, bound to
+// resourceVersion rv. A field that changed is sent whole, or null when it
+// is gone: a merge patch replaces lists whole anyway, and a status field
+// that changes mostly appears or goes (an admission made, then taken
+// away). Only when an admission or requeue state changes in place does it
+// take the generic difference, which marshals both whole statuses, decodes
+// them again and compares them key by key: the largest allocation of an
+// admission.
+func statusPatch(rv string, from, to *berthv1alpha1.WorkloadStatus) ([]byte, error) {
+	if (from.Admission != nil && to.Admission != nil && !equality.Semantic.DeepEqual(from.Admission, to.Admission)) ||
+		(from.RequeueState != nil && to.RequeueState != nil && !equality.Semantic.DeepEqual(from.RequeueState, to.RequeueState)) {
+		return client.MergeFromWithOptions(
+			&berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}, Status: *from},
+			client.MergeFromWithOptimisticLock{},
+		).Data(&berthv1alpha1.Workload{Status: *to})
+	}
+	status := map[string]any{}
+	if !equality.Semantic.DeepEqual(from.Conditions, to.Conditions) {
+		status["conditions"] = nullIfEmpty(to.Conditions)
+	}
+	if !equality.Semantic.DeepEqual(from.Admission, to.Admission) {
+		status["admission"] = to.Admission
+	}
+	if !equality.Semantic.DeepEqual(from.RequeueState, to.RequeueState) {
+		status["requeueState"] = to.RequeueState
+	}
+	patch := map[string]any{"metadata": map[string]string{"resourceVersion": rv}}
+	if len(status) > 0 {
+		patch["status"] = status
+	}
+	return json.Marshal(patch)
+}
+
+// nullIfEmpty is conds, or nil (JSON null) when there are none, as the
+// status field omits them.
+func nullIfEmpty(conds []metav1.Condition) any {
+	if len(conds) == 0 {
+		return nil
+	}
+	return conds
 }
