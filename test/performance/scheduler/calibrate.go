@@ -77,10 +77,10 @@ func Calibrate(ctx context.Context, cfg *rest.Config, c client.Client, workers i
 			return c.Create(ctx, Workload(&Planned{Name: name, Namespace: calibrationNamespace, Class: "calibration", Priority: 1, RequestMilli: 1000}))
 		},
 		func(name string) error {
-			return admitter.Status().Patch(ctx, calibrationWorkload(name), client.RawPatch(types.MergePatchType, admitPatch))
+			return admitter.Status().Patch(ctx, workloadMeta(calibrationNamespace, name), client.RawPatch(types.MergePatchType, admitPatch))
 		},
 		func(name string) error {
-			return c.Status().Patch(ctx, calibrationWorkload(name), client.RawPatch(types.JSONPatchType, finishPatch()))
+			return c.Status().Patch(ctx, workloadMeta(calibrationNamespace, name), client.RawPatch(types.JSONPatchType, finishPatch()))
 		})
 	if err != nil {
 		return Calibration{}, err
@@ -129,10 +129,6 @@ func unlimited(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	return cfg
-}
-
-func calibrationWorkload(name string) *berthv1alpha1.Workload {
-	return &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: calibrationNamespace}}
 }
 
 // admissionPatch is the status an admission of a calibration workload

@@ -119,6 +119,16 @@ func finishPatch() []byte {
 	return patch
 }
 
+// workloadMeta names a Workload for a status patch whose answer is the
+// object's metadata alone, as Berth's own writes (a job integration's
+// Finished among them) ask for it: the whole object, encoded by the API
+// server and decoded here, is not what a job integration pays for.
+func workloadMeta(namespace, name string) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	m.SetGroupVersionKind(berthv1alpha1.GroupVersion.WithKind("Workload"))
+	return m
+}
+
 // finish marks the workload finished (finishPatch).
 func (r *Recorder) finish(key types.NamespacedName, rec *record) {
 	r.mu.Lock()
@@ -130,8 +140,7 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record) {
 	r.mu.Unlock()
 
 	patch := finishPatch()
-	wl := &berthv1alpha1.Workload{}
-	wl.Namespace, wl.Name = key.Namespace, key.Name
+	wl := workloadMeta(key.Namespace, key.Name)
 	var err error
 	for attempt := 0; attempt < 5 && r.ctx.Err() == nil; attempt++ {
 		if err = r.client.Status().Patch(r.ctx, wl, client.RawPatch(types.JSONPatchType, patch)); err == nil {

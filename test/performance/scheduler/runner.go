@@ -126,8 +126,12 @@ type writeCounts struct {
 // finished, measuring the controller's writes and the processes' cost
 // over that time.
 func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scenario, berth *ControllerProcess, opts Options) (Result, writeCounts, map[string]Process, error) {
+	// The watch ends with the scenario: an open watch holds the API
+	// server's shutdown for its whole grace period.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	rec := NewRecorder(ctx, c, s)
-	if err := watchWorkloads(ctx, cfg, c, rec); err != nil {
+	if err := watchWorkloads(watchCtx, cfg, c, rec); err != nil {
 		return Result{}, writeCounts{}, nil, err
 	}
 	before, err := berth.Writes(ctx)
