@@ -92,6 +92,7 @@ func managerOptions(cfg *configv1alpha1.Configuration, restConfig *rest.Config, 
 	return ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   cacheOpts,
+		MapperProvider:          controller.NewRESTMapper,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:  cfg.Health.HealthProbeBindAddress,
 		PprofBindAddress:        cfg.PprofBindAddress,

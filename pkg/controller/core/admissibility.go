@@ -24,7 +24,7 @@ func clusterQueueFor(ctx context.Context, c client.Reader, wl *berthv1alpha1.Wor
 	}
 	lq := &berthv1alpha1.LocalQueue{}
 	if msg, err := get(ctx, c, types.NamespacedName{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, lq,
-		fmt.Sprintf("LocalQueue %s does not exist in namespace %s", wl.Spec.QueueName, wl.Namespace)); msg != "" || err != nil {
+		"LocalQueue %s does not exist in namespace %s", wl.Spec.QueueName, wl.Namespace); msg != "" || err != nil {
 		return "", msg, err
 	}
 	switch {
@@ -35,14 +35,14 @@ func clusterQueueFor(ctx context.Context, c client.Reader, wl *berthv1alpha1.Wor
 	}
 	cq := &berthv1alpha1.ClusterQueue{}
 	if msg, err := get(ctx, c, types.NamespacedName{Name: string(lq.Spec.ClusterQueue)}, cq,
-		fmt.Sprintf("ClusterQueue %s of LocalQueue %s does not exist", lq.Spec.ClusterQueue, lq.Name)); msg != "" || err != nil {
+		"ClusterQueue %s of LocalQueue %s does not exist", lq.Spec.ClusterQueue, lq.Name); msg != "" || err != nil {
 		return "", msg, err
 	}
 	if !cq.DeletionTimestamp.IsZero() {
 		return "", fmt.Sprintf("ClusterQueue %s is being deleted", cq.Name), nil
 	}
 	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, types.NamespacedName{Name: wl.Namespace}, ns); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Name: wl.Namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
 		return "", "", err
 	}
 	if msg, err := namespaceMismatch(cq, ns); msg != "" || err != nil {
@@ -51,11 +51,13 @@ func clusterQueueFor(ctx context.Context, c client.Reader, wl *berthv1alpha1.Wor
 	return berthv1alpha1.ClusterQueueReference(cq.Name), "", nil
 }
 
-// get reads obj, returning notFound as the message when it does not exist.
-func get(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object, notFound string) (string, error) {
-	if err := c.Get(ctx, key, obj); err != nil {
+// get reads obj, returning the message notFound formats with args when it
+// does not exist.
+func get(ctx context.Context, c client.Reader, key types.NamespacedName, obj client.Object, notFound string, args ...any) (string, error) {
+	// Read only: the cache's own object, not a copy.
+	if err := c.Get(ctx, key, obj, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return notFound, nil
+			return fmt.Sprintf(notFound, args...), nil
 		}
 		return "", err
 	}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,8 +54,8 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		return ctrl.Result{}, err
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(wl))
-	ctx = ctrl.LoggerInto(ctx, log)
+	// The logger already names the workload (controller-runtime's
+	// "Workload" key).
 	r.status.WorkloadChanged(wl)
 
 	switch {
@@ -194,13 +193,14 @@ func (r *WorkloadReconciler) evictionReason(ctx context.Context, wl *berthv1alph
 	}
 	cqName := wl.Status.Admission.ClusterQueue
 	cq := &berthv1alpha1.ClusterQueue{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: string(cqName)}, cq); client.IgnoreNotFound(err) != nil {
+	// Read only, as the LocalQueue below: the cache's own objects.
+	if err := r.client.Get(ctx, types.NamespacedName{Name: string(cqName)}, cq, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 		return "", "", 0, err
 	} else if err == nil && cq.Spec.StopPolicy == berthv1alpha1.HoldAndDrain {
 		return berthv1alpha1.ReasonClusterQueueStopped, fmt.Sprintf("ClusterQueue %s is stopped with HoldAndDrain", cqName), 0, nil
 	}
 	lq := &berthv1alpha1.LocalQueue{}
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, lq); client.IgnoreNotFound(err) != nil {
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, lq, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 		return "", "", 0, err
 	} else if err == nil && lq.Spec.StopPolicy == berthv1alpha1.HoldAndDrain {
 		return berthv1alpha1.ReasonLocalQueueStopped, fmt.Sprintf("LocalQueue %s is stopped with HoldAndDrain", lq.Name), 0, nil

@@ -71,6 +71,7 @@ func startManager() error {
 	mgr, err := ctrl.NewManager(server.Config, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
+		MapperProvider:         controller.NewRESTMapper,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
