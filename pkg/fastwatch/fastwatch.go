@@ -218,9 +218,10 @@ func (s *stream) receive() {
 }
 
 // end reports why the stream ended, unless it ended as streams do: closed
-// by the server, by Stop, or by the connection.
+// by the server, by Stop, by the watch's context or by the connection.
 func (s *stream) end(err error) {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) ||
+		utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
 		return
 	}
 	status := apierrors.NewInternalError(fmt.Errorf("unable to decode an event from the watch stream: %w", err)).ErrStatus

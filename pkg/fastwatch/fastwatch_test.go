@@ -2,6 +2,7 @@ package fastwatch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -212,4 +213,17 @@ func BenchmarkDecode(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 	})
+}
+
+func TestCancelledContextEndsQuietly(t *testing.T) {
+	r, w := io.Pipe()
+	s := newStream(r, decode[berthv1alpha1.Workload])
+	go func() {
+		_, _ = io.WriteString(w, line(t, watch.Added, sample("a")))
+		// What an HTTP body returns once its request's context is done.
+		w.CloseWithError(fmt.Errorf("reading the body: %w", context.Canceled))
+	}()
+	if got := events(s); len(got) != 1 || got[0].Type != watch.Added {
+		t.Errorf("got %v, want the added event and no error: the watch was cancelled, not broken", got)
+	}
 }
