@@ -23,6 +23,7 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, erro
 		return cache.Options{}, err
 	}
 	return cache.Options{
+		Scheme:     scheme,
 		HTTPClient: httpClient,
 		// Nothing reads managed fields; without them every cached object,
 		// thousands of Workloads among them, is a good deal smaller. An

@@ -65,7 +65,8 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	conds := slices.Clone(lq.Status.Conditions)
 	setActiveCondition(&conds, lq.Generation, active)
-	if sameActive(lq.Status.Conditions, conds) {
+	activeChanged := !sameActive(lq.Status.Conditions, conds)
+	if !activeChanged {
 		// Only the counts can have changed, and they wait for the queue's
 		// turn to write: counting its workloads on every workload event
 		// was a tenth of the controller's CPU in the perf baseline.
@@ -77,12 +78,10 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.setStatus(ctx, lq, active); err != nil || equality.Semantic.DeepEqual(orig.Status, lq.Status) {
 		return ctrl.Result{}, err
 	}
-	if sameActive(orig.Status.Conditions, lq.Status.Conditions) {
-		if wait := r.pacer.wait(req.String()); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-	} else {
+	if activeChanged {
 		r.pacer.wrote(req.String())
+	} else if wait := r.pacer.wait(req.String()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	return ctrl.Result{}, writeStatus(ctx, r.client, lq, lq.Status)
 }

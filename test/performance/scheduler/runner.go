@@ -212,7 +212,6 @@ func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec 
 	if err != nil {
 		return err
 	}
-	opts.Scheme = c.Scheme()
 	ca, err := cache.New(cfg, opts)
 	if err != nil {
 		return err
