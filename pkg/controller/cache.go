@@ -16,9 +16,10 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, erro
 		return cache.Options{}, err
 	}
 	// Workloads change several times each within seconds of a busy
-	// cluster: their watch decodes in one pass.
+	// cluster: their watch decodes in one pass, and skips the managed
+	// fields the transform below would drop.
 	newInformer, err := fastwatch.NewInformer(cfg, httpClient, scheme,
-		fastwatch.For[berthv1alpha1.Workload]("workloads"))
+		fastwatch.For[berthv1alpha1.Workload]("workloads").WithoutManagedFields())
 	if err != nil {
 		return cache.Options{}, err
 	}

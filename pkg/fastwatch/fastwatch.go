@@ -220,6 +220,11 @@ func (s *stream) receive() {
 // end reports why the stream ended, unless it ended as streams do: closed
 // by the server, by Stop, by the watch's context or by the connection.
 func (s *stream) end(err error) {
+	select {
+	case <-s.done:
+		return // Stopped: the read failed because Stop closed the body.
+	default:
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) ||
 		utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
 		return

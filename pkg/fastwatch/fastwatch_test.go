@@ -32,11 +32,28 @@ func sample(name string) *berthv1alpha1.Workload {
 	wl.Kind, wl.APIVersion = "Workload", berthv1alpha1.GroupVersion.String()
 	wl.UID, wl.ResourceVersion = "6a1f0a3e-1b0c-4d5e-9f10-2a3b4c5d6e7f", "4242"
 	wl.Labels = map[string]string{"berth.dev/queue-name": "main"}
-	wl.ManagedFields = []metav1.ManagedFieldsEntry{{
-		Manager: "berth", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "berth.dev/v1alpha1",
-		Time: &metav1.Time{Time: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, FieldsType: "FieldsV1",
-		FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:admission":{".":{}}}}`), Subresource: "status",
-	}}
+	// The three writers of a workload that ran: its creator, the
+	// admission and the Finished condition.
+	entry := func(manager, subresource, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{
+			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "berth.dev/v1alpha1",
+			Time: &metav1.Time{Time: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(fields), Subresource: subresource,
+		}
+	}
+	condition := func(typ string) string {
+		return `"k:{\"type\":\"` + typ + `\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}`
+	}
+	wl.ManagedFields = []metav1.ManagedFieldsEntry{
+		entry("job", "", `{"f:metadata":{"f:labels":{".":{},"f:berth.dev/queue-name":{}}},"f:spec":{".":{},"f:active":{},`+
+			`"f:podSets":{".":{},"k:{\"name\":\"main\"}":{".":{},"f:count":{},"f:name":{},"f:template":{".":{},"f:metadata":{},`+
+			`"f:spec":{".":{},"f:containers":{".":{},"k:{\"name\":\"main\"}":{".":{},"f:image":{},"f:name":{},`+
+			`"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{}}}}},"f:restartPolicy":{}}}}},"f:priority":{},"f:queueName":{}}}`),
+		entry("berth", "status", `{"f:status":{".":{},"f:admission":{".":{},"f:clusterQueue":{},"f:podSetAssignments":{".":{},`+
+			`"k:{\"name\":\"main\"}":{".":{},"f:count":{},"f:flavors":{".":{},"f:cpu":{}},"f:name":{},"f:resourceUsage":{".":{},"f:cpu":{}}}}},`+
+			`"f:conditions":{".":{},`+condition("Admitted")+`,`+condition("QuotaReserved")+`}}}`),
+		entry("job", "status", `{"f:status":{"f:conditions":{`+condition("Finished")+`}}}`),
+	}
 	return wl
 }
 

@@ -21,7 +21,9 @@ import (
 
 // TestWorkloadInformerWatchesInOnePass runs an informer built by
 // fastwatch against the API server: it must see a Workload created, its
-// status changed and the Workload deleted, without client-go's watch.
+// status changed and the Workload deleted, without client-go's watch, and
+// with the managed fields left out of the events as the API server writes
+// them.
 func TestWorkloadInformerWatchesInOnePass(t *testing.T) {
 	ctx := testContext(t)
 	httpClient, err := rest.HTTPClientFor(server.Config)
@@ -29,7 +31,7 @@ func TestWorkloadInformerWatchesInOnePass(t *testing.T) {
 		t.Fatal(err)
 	}
 	newInformer, err := fastwatch.NewInformer(server.Config, httpClient, server.Client.Scheme(),
-		fastwatch.For[berthv1alpha1.Workload]("workloads"))
+		fastwatch.For[berthv1alpha1.Workload]("workloads").WithoutManagedFields())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +54,12 @@ func TestWorkloadInformerWatchesInOnePass(t *testing.T) {
 			}
 			if wl.Kind != "" {
 				t.Errorf("%s: kind %q set; typed objects of the cache have none", what, wl.Kind)
+			}
+			if len(wl.ManagedFields) > 0 {
+				t.Errorf("%s: the event kept %d managed fields entries", what, len(wl.ManagedFields))
+			}
+			if wl.Spec.QueueName != "main" || len(wl.Spec.PodSets) != 1 {
+				t.Errorf("%s: spec %+v, want what was created", what, wl.Spec)
 			}
 			seen <- what
 		}
