@@ -21,8 +21,10 @@ import (
 // LocalQueueReconciler writes LocalQueues' status, and has the workloads
 // of a LocalQueue looked at again when the queue appears, changes or goes.
 type LocalQueueReconciler struct {
-	client   client.Client
-	notifier *StatusNotifier
+	client client.Client
+	// workloads calls f with each Workload of a LocalQueue, read-only.
+	workloads func(namespace, name string, f func(*berthv1alpha1.Workload)) error
+	notifier  *StatusNotifier
 	pacer    *statusPacer
 
 	mu sync.Mutex
@@ -75,7 +77,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	orig := lq.DeepCopy()
-	if err := r.setStatus(ctx, lq, active); err != nil || equality.Semantic.DeepEqual(orig.Status, lq.Status) {
+	if err := r.setStatus(lq, active); err != nil || equality.Semantic.DeepEqual(orig.Status, lq.Status) {
 		return ctrl.Result{}, err
 	}
 	if activeChanged {
@@ -86,17 +88,10 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, writeStatus(ctx, r.client, lq, lq.Status)
 }
 
-func (r *LocalQueueReconciler) setStatus(ctx context.Context, lq *berthv1alpha1.LocalQueue, active metav1.Condition) error {
-	wls := &berthv1alpha1.WorkloadList{}
-	// Read only: copying every workload of a busy queue each second was a
-	// fifth of the controller's CPU under load.
-	if err := r.client.List(ctx, wls, client.InNamespace(lq.Namespace), client.MatchingFields{WorkloadQueueKey: lq.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return err
-	}
+func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active metav1.Condition) error {
 	var pending, reserving int32
 	var admissions []*berthv1alpha1.Admission
-	for i := range wls.Items {
-		wl := &wls.Items[i]
+	err := r.workloads(lq.Namespace, lq.Name, func(wl *berthv1alpha1.Workload) {
 		switch {
 		case workload.IsFinished(wl):
 		case workload.HasQuotaReservation(wl):
@@ -105,6 +100,9 @@ func (r *LocalQueueReconciler) setStatus(ctx context.Context, lq *berthv1alpha1.
 		default:
 			pending++
 		}
+	})
+	if err != nil {
+		return err
 	}
 	lq.Status.PendingWorkloads, lq.Status.ReservingWorkloads, lq.Status.AdmittedWorkloads = pending, reserving, reserving
 	lq.Status.FlavorsUsage = localQueueUsage(admissions)

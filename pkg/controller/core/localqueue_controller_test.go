@@ -10,7 +10,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -29,19 +28,24 @@ func TestLocalQueueCountsWaitForTheirTurn(t *testing.T) {
 	lq.Generation = 1 // as the API server sets it; the fake client does not
 	cq := utiltesting.MakeClusterQueue("cq").Obj()
 	wl := utiltesting.MakeWorkload("w", "ns").Queue("main").Obj()
-	lists := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(lq, cq, wl).WithStatusSubresource(lq, cq, wl).
 		WithIndex(&berthv1alpha1.Workload{}, WorkloadQueueKey, func(o client.Object) []string {
 			return []string{string(o.(*berthv1alpha1.Workload).Spec.QueueName)}
-		}).
-		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if _, ok := list.(*berthv1alpha1.WorkloadList); ok {
-				lists++
-			}
-			return c.List(ctx, list, opts...)
-		}}).Build()
-	r := &LocalQueueReconciler{client: c, notifier: NewStatusNotifier(), pacer: newStatusPacer(newStatusBudget()), seen: map[types.NamespacedName]int64{}}
+		}).Build()
+	lists := 0
+	workloadsOf := func(ns, name string, f func(*berthv1alpha1.Workload)) error {
+		lists++
+		wls := &berthv1alpha1.WorkloadList{}
+		if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingFields{WorkloadQueueKey: name}); err != nil {
+			return err
+		}
+		for i := range wls.Items {
+			f(&wls.Items[i])
+		}
+		return nil
+	}
+	r := &LocalQueueReconciler{client: c, workloads: workloadsOf, notifier: NewStatusNotifier(), pacer: newStatusPacer(newStatusBudget()), seen: map[types.NamespacedName]int64{}}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lq)}
 	reconcile := func() ctrl.Result {
 		t.Helper()

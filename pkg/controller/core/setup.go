@@ -32,6 +32,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 	if err := SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	queueWorkloads, err := NewQueueWorkloads(ctx, mgr.GetCache())
+	if err != nil {
+		return nil, err
+	}
 	cl := mgr.GetClient()
 	n := NewStatusNotifier()
 	pending := NewPendingWriter(cl, c.HoldsQuota)
@@ -62,7 +66,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("localqueue").For(&berthv1alpha1.LocalQueue{}).
 				WatchesRawSource(delayed(n.localQueues, statusDelay)).
-				Complete(&LocalQueueReconciler{client: cl, notifier: n, pacer: newStatusPacer(statusBudget), seen: map[types.NamespacedName]int64{}})
+				Complete(&LocalQueueReconciler{client: cl, workloads: queueWorkloads.Each, notifier: n, pacer: newStatusPacer(statusBudget), seen: map[types.NamespacedName]int64{}})
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("resourceflavor").For(&berthv1alpha1.ResourceFlavor{}).
