@@ -35,7 +35,7 @@ func NewApplier(c client.Client, recorder events.EventRecorder, pending *Pending
 
 // Admit reserves quota and admits wl in one write.
 func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admission *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
-	patched := wl.DeepCopy()
+	patched := statusCopy(wl)
 	patched.Status.Admission = admission
 	msg := fmt.Sprintf("Quota reserved in ClusterQueue %s", admission.ClusterQueue)
 	workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, berthv1alpha1.ReasonQuotaReserved, msg)
@@ -59,7 +59,7 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 // no job integration owns has nothing to stop: the same write requeues it
 // and releases its quota.
 func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, reason, message string) error {
-	patched := victim.DeepCopy()
+	patched := statusCopy(victim)
 	workload.SetCondition(patched, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, message)
 	workload.SetCondition(patched, berthv1alpha1.WorkloadPreempted, metav1.ConditionTrue, reason, message)
 	if metav1.GetControllerOf(victim) == nil {

@@ -21,7 +21,7 @@ import (
 // Evict tells an admitted workload to stop: Evicted=True with reason. Its
 // quota is released when it is requeued, once its pods are stopped.
 func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, reason, message string) error {
-	patched := wl.DeepCopy()
+	patched := statusCopy(wl)
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, reason, message) {
 		return nil
 	}
@@ -31,7 +31,7 @@ func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, rea
 // Requeue releases an evicted workload's quota and queues it again:
 // admission cleared, QuotaReserved=False, Admitted=False, Requeued=True.
 func Requeue(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload) error {
-	patched := wl.DeepCopy()
+	patched := statusCopy(wl)
 	setRequeued(patched)
 	return patchStatus(ctx, c, wl, patched)
 }
@@ -61,7 +61,7 @@ func setRequeued(wl *berthv1alpha1.Workload) {
 
 // Finish marks a workload finished; its quota is released.
 func Finish(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, reason, message string) error {
-	patched := wl.DeepCopy()
+	patched := statusCopy(wl)
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, reason, message) {
 		return nil
 	}
@@ -70,7 +70,7 @@ func Finish(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, re
 
 // SetPodsReady records whether all the workload's pods are ready.
 func SetPodsReady(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, ready bool) error {
-	patched := wl.DeepCopy()
+	patched := statusCopy(wl)
 	status, reason, msg := metav1.ConditionFalse, "PodsNotReady", "Not all pods are ready"
 	if ready {
 		status, reason, msg = metav1.ConditionTrue, "PodsReady", "All pods are ready"
@@ -85,6 +85,16 @@ func setPriority(ctx context.Context, c client.Client, wl *berthv1alpha1.Workloa
 	patched := wl.DeepCopy()
 	patched.Spec.Priority = ptr.To(value)
 	return c.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{}))
+}
+
+// statusCopy is a copy of wl whose status is its own, to be changed and
+// written with patchStatus. Its metadata and spec are wl's, shared: never
+// change them through it. A deep copy of the whole Workload, pod templates
+// and all, was the largest allocation of an admission after the write.
+func statusCopy(wl *berthv1alpha1.Workload) *berthv1alpha1.Workload {
+	c := *wl
+	wl.Status.DeepCopyInto(&c.Status)
+	return &c
 }
 
 // patchStatus writes patched's status over orig's, failing if orig is not

@@ -194,7 +194,7 @@ func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) err
 	if want.behind.Name != "" {
 		msg = w.behindMessage(ctx, want.behind)
 	}
-	patched := wl.DeepCopy()
+	patched := statusCopy(wl)
 	if workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, want.reason, msg) {
 		if err := patchStatus(ctx, w.client, wl, patched); err != nil {
 			return err

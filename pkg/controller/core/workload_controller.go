@@ -135,7 +135,7 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 // setInadmissible says why a workload cannot be queued at all. It writes
 // at once: this is rare and a person is probably waiting for it.
 func (r *WorkloadReconciler) setInadmissible(ctx context.Context, wl *berthv1alpha1.Workload, msg string) error {
-	patched := wl.DeepCopy()
+	patched := statusCopy(wl)
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, msg) {
 		return nil
 	}
