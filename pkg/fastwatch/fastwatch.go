@@ -8,8 +8,10 @@
 // it. A busy cluster changes each Workload several times within seconds,
 // and that decoding was the largest part of the controller's CPU. The API
 // server writes a JSON watch stream one event per line, so here a line is
-// one event and one decode: about a third of the CPU and of the memory
-// allocated (BenchmarkDecode).
+// one event and one decode. For Workloads as the API server sends them,
+// with three writers' managed fields, that is 0.35 of client-go's CPU, and
+// 0.19 with Kind.WithoutManagedFields, which also allocates 0.46 of the
+// memory (BenchmarkDecode).
 //
 // Only the watch changes: lists, the informer and its store are
 // client-go's.

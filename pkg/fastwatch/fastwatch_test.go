@@ -230,6 +230,21 @@ func BenchmarkDecode(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 	})
+	b.Run("fastwatch-without-managed-fields", func(b *testing.B) {
+		k := For[berthv1alpha1.Workload]("workloads").WithoutManagedFields()
+		b.ReportAllocs()
+		for b.Loop() {
+			w := k.open(io.NopCloser(strings.NewReader(data)))
+			got := 0
+			for range w.ResultChan() {
+				got++
+			}
+			if got != n {
+				b.Fatal("events lost")
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	})
 }
 
 func TestCancelledContextEndsQuietly(t *testing.T) {
