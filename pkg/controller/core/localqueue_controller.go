@@ -25,7 +25,7 @@ type LocalQueueReconciler struct {
 	// workloads calls f with each Workload of a LocalQueue, read-only.
 	workloads func(namespace, name string, f func(*berthv1alpha1.Workload)) error
 	notifier  *StatusNotifier
-	pacer    *statusPacer
+	pacer     *statusPacer
 
 	mu sync.Mutex
 	// seen is the generation of each LocalQueue last handled, so that only
