@@ -40,8 +40,15 @@ type Summary struct {
 	// UsagePercent is the quota in use over the nominal quota of all
 	// ClusterQueues, averaged over the wall time.
 	UsagePercent float64 `json:"usagePercent"`
-	Admissions   int     `json:"admissions"`
-	Evictions    int     `json:"evictions"`
+	// Admissions counts each workload's admissions: its first, and one
+	// more after each eviction.
+	Admissions int `json:"admissions"`
+	// Evictions counts the workloads evicted while they ran. A workload
+	// evicted after its runtime, while its Finished write is on the way,
+	// is not among them: its job is done, and that write finishes it. The
+	// controller's preemptions (Controller.PreemptionsByReason) count
+	// those too.
+	Evictions int `json:"evictions"`
 	// Unfinished counts the workloads not finished when the run stopped
 	// (timeout or interrupt); WallMs is then the time until it stopped.
 	Unfinished          int     `json:"unfinished"`
