@@ -45,8 +45,11 @@ import (
 type Kind struct {
 	object   runtime.Object
 	resource string
-	open     func(io.ReadCloser) watch.Interface
+	decode   func(line []byte) (watch.Event, error)
 }
+
+// open starts a watch of k over a response body.
+func (k Kind) open(body io.ReadCloser) watch.Interface { return newStream(body, k.decode) }
 
 // For names the kind of T, served as resource (its plural).
 func For[T any, PT interface {
@@ -56,7 +59,7 @@ func For[T any, PT interface {
 	return Kind{
 		object:   PT(new(T)),
 		resource: resource,
-		open:     func(body io.ReadCloser) watch.Interface { return newStream(body, decode[T, PT]) },
+		decode:   decode[T, PT],
 	}
 }
 
@@ -82,7 +85,7 @@ func NewInformer(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Sche
 		if err != nil {
 			return nil, fmt.Errorf("client for %s: %w", gvk, err)
 		}
-		watchers[reflect.TypeOf(k.object)] = &watcher{client: c, params: params, resource: k.resource, open: k.open}
+		watchers[reflect.TypeOf(k.object)] = &watcher{client: c, params: params, kind: k}
 	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		if w, ok := watchers[reflect.TypeOf(obj)]; ok {
@@ -97,16 +100,15 @@ func NewInformer(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Sche
 
 // watcher opens the watches of one kind.
 type watcher struct {
-	client   rest.Interface
-	params   runtime.ParameterCodec
-	resource string
-	open     func(io.ReadCloser) watch.Interface
+	client rest.Interface
+	params runtime.ParameterCodec
+	kind   Kind
 }
 
 func (w *watcher) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	opts.AllowWatchBookmarks = true
-	req := w.client.Get().Resource(w.resource).VersionedParams(&opts, w.params)
+	req := w.client.Get().Resource(w.kind.resource).VersionedParams(&opts, w.params)
 	if opts.TimeoutSeconds != nil {
 		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}
@@ -114,7 +116,7 @@ func (w *watcher) watch(ctx context.Context, opts metav1.ListOptions) (watch.Int
 	if err != nil {
 		return nil, err
 	}
-	return w.open(body), nil
+	return w.kind.open(body), nil
 }
 
 // decode reads one line of a watch stream: an event of a T, or an error

@@ -2,7 +2,6 @@ package fastwatch
 
 import (
 	"bytes"
-	"io"
 
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -18,15 +17,8 @@ import (
 // matches brackets and quotes. An event the cut does not understand (the
 // key spelt with spaces, say) is decoded whole, as before.
 func (k Kind) WithoutManagedFields() Kind {
-	open := k.open
-	k.open = func(body io.ReadCloser) watch.Interface {
-		w := open(body)
-		if s, ok := w.(*stream); ok {
-			decode := s.decode
-			s.decode = func(line []byte) (watch.Event, error) { return decode(cutManagedFields(line)) }
-		}
-		return w
-	}
+	decode := k.decode
+	k.decode = func(line []byte) (watch.Event, error) { return decode(cutManagedFields(line)) }
 	return k
 }
 
