@@ -25,11 +25,13 @@ const ResourceInUseFinalizer = "berth.dev/resource-in-use"
 // ClusterQueueReconciler gives the engine each ClusterQueue's spec and
 // writes the queue's status.
 type ClusterQueueReconciler struct {
-	client   client.Client
-	cache    *cache.Cache
-	queues   *queue.Manager
-	notifier *StatusNotifier
-	pacer    *statusPacer
+	client client.Client
+	// workloads calls f with each Workload of a LocalQueue, read-only.
+	workloads workloadsOfQueue
+	cache     *cache.Cache
+	queues    *queue.Manager
+	notifier  *StatusNotifier
+	pacer     *statusPacer
 
 	mu sync.Mutex
 	// synced is the generation of each queue the engine has, so that
@@ -100,7 +102,7 @@ func (r *ClusterQueueReconciler) syncEngine(ctx context.Context, cq *berthv1alph
 	r.queues.QueueInadmissible(berthv1alpha1.ClusterQueueReference(cq.Name))
 	// Its namespaceSelector or existence may change whether workloads of
 	// its LocalQueues can be queued at all.
-	return requeueWorkloadsOf(ctx, r.client, r.notifier, cq.Name)
+	return requeueWorkloadsOf(ctx, r.client, r.workloads, r.notifier, cq.Name)
 }
 
 func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
@@ -111,7 +113,7 @@ func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
 	r.cache.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
 	metrics.ClusterQueueDeleted(name)
 	r.queues.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
-	if err := requeueWorkloadsOf(ctx, r.client, r.notifier, name); err != nil {
+	if err := requeueWorkloadsOf(ctx, r.client, r.workloads, r.notifier, name); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Requeueing the workloads of a deleted ClusterQueue", "clusterQueue", name)
 	}
 }
@@ -143,26 +145,25 @@ func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.Cl
 
 // requeueWorkloadsOf asks for the workloads of every LocalQueue of a
 // ClusterQueue to be looked at again.
-func requeueWorkloadsOf(ctx context.Context, c client.Reader, n *StatusNotifier, clusterQueue string) error {
+func requeueWorkloadsOf(ctx context.Context, c client.Reader, workloads workloadsOfQueue, n *StatusNotifier, clusterQueue string) error {
 	lqs := &berthv1alpha1.LocalQueueList{}
 	if err := c.List(ctx, lqs, client.MatchingFields{LocalQueueClusterQueueKey: clusterQueue}); err != nil {
 		return err
 	}
 	for i := range lqs.Items {
-		if err := requeueWorkloadsOfLocalQueue(ctx, c, n, lqs.Items[i].Namespace, lqs.Items[i].Name); err != nil {
+		if err := requeueWorkloadsOfLocalQueue(workloads, n, lqs.Items[i].Namespace, lqs.Items[i].Name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func requeueWorkloadsOfLocalQueue(ctx context.Context, c client.Reader, n *StatusNotifier, ns, name string) error {
-	wls := &berthv1alpha1.WorkloadList{}
-	if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingFields{WorkloadQueueKey: name}, client.UnsafeDisableDeepCopy); err != nil {
+func requeueWorkloadsOfLocalQueue(workloads workloadsOfQueue, n *StatusNotifier, ns, name string) error {
+	err := workloads(ns, name, func(wl *berthv1alpha1.Workload) {
+		n.RequeueWorkload(client.ObjectKeyFromObject(wl))
+	})
+	if err != nil {
 		return err
-	}
-	for i := range wls.Items {
-		n.RequeueWorkload(client.ObjectKeyFromObject(&wls.Items[i]))
 	}
 	n.LocalQueueChanged(types.NamespacedName{Namespace: ns, Name: name})
 	return nil

@@ -14,8 +14,6 @@ import (
 // Field indexes on the informer caches, so that reconcilers list what they
 // need without scanning every object.
 const (
-	// WorkloadQueueKey indexes Workloads by spec.queueName.
-	WorkloadQueueKey = "spec.queueName"
 	// WorkloadClusterQueueKey indexes Workloads by the ClusterQueue that
 	// holds quota for them.
 	WorkloadClusterQueueKey = "status.admission.clusterQueue"
@@ -32,9 +30,6 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		field   string
 		extract client.IndexerFunc
 	}{
-		{&berthv1alpha1.Workload{}, WorkloadQueueKey, func(o client.Object) []string {
-			return nonEmpty(string(o.(*berthv1alpha1.Workload).Spec.QueueName))
-		}},
 		{&berthv1alpha1.Workload{}, WorkloadClusterQueueKey, func(o client.Object) []string {
 			if adm := o.(*berthv1alpha1.Workload).Status.Admission; adm != nil {
 				return nonEmpty(string(adm.ClusterQueue))
@@ -66,6 +61,10 @@ func nonEmpty(s string) []string {
 // localQueueIndex indexes Workloads by "namespace/spec.queueName" on the
 // Workload informer itself.
 const localQueueIndex = "berth.dev/local-queue"
+
+// workloadsOfQueue calls f with each Workload of the LocalQueue
+// namespace/name, read-only: QueueWorkloads.Each.
+type workloadsOfQueue func(namespace, name string, f func(*berthv1alpha1.Workload)) error
 
 // QueueWorkloads finds the Workloads that name a LocalQueue in the Workload
 // informer's own index. A cached List copies each Workload into the list

@@ -23,7 +23,7 @@ import (
 type LocalQueueReconciler struct {
 	client client.Client
 	// workloads calls f with each Workload of a LocalQueue, read-only.
-	workloads func(namespace, name string, f func(*berthv1alpha1.Workload)) error
+	workloads workloadsOfQueue
 	notifier  *StatusNotifier
 	pacer     *statusPacer
 
@@ -53,7 +53,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	r.mu.Unlock()
 	if changed {
-		if err := requeueWorkloadsOfLocalQueue(ctx, r.client, r.notifier, req.Namespace, req.Name); err != nil {
+		if err := requeueWorkloadsOfLocalQueue(r.workloads, r.notifier, req.Namespace, req.Name); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

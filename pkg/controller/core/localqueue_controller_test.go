@@ -30,14 +30,14 @@ func TestLocalQueueCountsWaitForTheirTurn(t *testing.T) {
 	wl := utiltesting.MakeWorkload("w", "ns").Queue("main").Obj()
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(lq, cq, wl).WithStatusSubresource(lq, cq, wl).
-		WithIndex(&berthv1alpha1.Workload{}, WorkloadQueueKey, func(o client.Object) []string {
+		WithIndex(&berthv1alpha1.Workload{}, "spec.queueName", func(o client.Object) []string {
 			return []string{string(o.(*berthv1alpha1.Workload).Spec.QueueName)}
 		}).Build()
 	lists := 0
 	workloadsOf := func(ns, name string, f func(*berthv1alpha1.Workload)) error {
 		lists++
 		wls := &berthv1alpha1.WorkloadList{}
-		if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingFields{WorkloadQueueKey: name}); err != nil {
+		if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingFields{"spec.queueName": name}); err != nil {
 			return err
 		}
 		for i := range wls.Items {

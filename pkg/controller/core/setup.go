@@ -61,7 +61,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("clusterqueue").For(&berthv1alpha1.ClusterQueue{}).
 				WatchesRawSource(delayed(n.clusterQueues, statusDelay)).
-				Complete(&ClusterQueueReconciler{client: cl, cache: c, queues: q, notifier: n, pacer: newStatusPacer(statusBudget), synced: map[string]int64{}})
+				Complete(&ClusterQueueReconciler{client: cl, workloads: queueWorkloads.Each, cache: c, queues: q, notifier: n, pacer: newStatusPacer(statusBudget), synced: map[string]int64{}})
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("localqueue").For(&berthv1alpha1.LocalQueue{}).
