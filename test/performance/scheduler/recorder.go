@@ -2,8 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,7 +26,9 @@ type record struct {
 	planned *Planned
 	// All times are since the run's start.
 	created    time.Duration
-	admittedAt time.Duration
+	// firstAdmittedAt is the first admission; admittedAt the latest.
+	firstAdmittedAt time.Duration
+	admittedAt      time.Duration
 	admitted   bool
 	finishing  bool
 	finished   bool
@@ -96,6 +103,9 @@ func (r *Recorder) observe(obj any) {
 	switch {
 	case running && !rec.admitted:
 		rec.admitted, rec.admittedAt = true, now
+		if rec.evictions == 0 {
+			rec.firstAdmittedAt = now
+		}
 		rec.timer = time.AfterFunc(rec.planned.Runtime, func() { r.finish(key, rec) })
 	case !running && rec.admitted:
 		// Evicted: a job would stop its pods now; it runs its whole
@@ -231,4 +241,53 @@ func (r *Recorder) Result() Result {
 		res.Wall = time.Since(r.start)
 	}
 	return res
+}
+
+// WriteTimeline writes one CSV line per workload, in order of creation:
+// when it was created, first admitted, last admitted and finished, in
+// milliseconds since the start (empty if it never was), and how often it
+// was evicted. It is for reading a run after the fact: which workloads
+// waited, and when.
+func (r *Recorder) WriteTimeline(w io.Writer) error {
+	r.mu.Lock()
+	recs := make([]*record, 0, len(r.records))
+	for _, rec := range r.records {
+		recs = append(recs, rec)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(recs, func(a, b *record) int {
+		if a.created != b.created {
+			return int(a.created - b.created)
+		}
+		return cmpKey(a.planned, b.planned)
+	})
+	out := csv.NewWriter(w)
+	_ = out.Write([]string{"namespace", "name", "class", "cohort", "priority", "requestMilli", "runtimeMs",
+		"createdMs", "firstAdmittedMs", "admittedMs", "finishedMs", "evictions"})
+	for _, rec := range recs {
+		r.mu.Lock()
+		p, admitted, finished := rec.planned, rec.admitted || rec.finished || rec.evictions > 0, rec.finished
+		line := []string{p.Namespace, p.Name, p.Class, p.Cohort, strconv.Itoa(int(p.Priority)), strconv.FormatInt(p.RequestMilli, 10),
+			millis(p.Runtime, true), millis(rec.created, true), millis(rec.firstAdmittedAt, admitted), millis(rec.admittedAt, admitted),
+			millis(rec.finishedAt, finished), strconv.Itoa(rec.evictions)}
+		r.mu.Unlock()
+		_ = out.Write(line)
+	}
+	out.Flush()
+	return out.Error()
+}
+
+func cmpKey(a, b *Planned) int {
+	if a.Namespace != b.Namespace {
+		return strings.Compare(a.Namespace, b.Namespace)
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// millis is d in whole milliseconds, or empty when not known.
+func millis(d time.Duration, known bool) string {
+	if !known {
+		return ""
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
 }

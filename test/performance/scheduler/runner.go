@@ -37,7 +37,8 @@ type Options struct {
 	Scale float64
 	// Berth is the path of the controller binary.
 	Berth string
-	// OutDir receives summary.json and the controller's log.
+	// OutDir receives summary.json, the controller's log and
+	// workloads.csv, the timeline of every workload.
 	OutDir string
 	// CalibrationWorkers and CalibrationDuration shape the calibration.
 	CalibrationWorkers  int
@@ -170,6 +171,9 @@ wait:
 		return Result{}, writeCounts{}, nil, err
 	}
 	res := rec.Result()
+	if err := writeTimeline(rec, opts.OutDir); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the workloads' timeline")
+	}
 	// Measure even when the run was cut short: a summary of a run that
 	// did not finish says how far it got.
 	ctx = context.WithoutCancel(ctx)
@@ -185,6 +189,19 @@ wait:
 	var w writeCounts
 	w.byVerb, w.total = subtract(after, before)
 	return res, w, procs, nil
+}
+
+// writeTimeline writes rec's timeline to dir/workloads.csv.
+func writeTimeline(rec *Recorder, dir string) error {
+	f, err := os.Create(filepath.Join(dir, "workloads.csv"))
+	if err != nil {
+		return err
+	}
+	if err := rec.WriteTimeline(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // readProcesses reads the cost of the controller, the API server and etcd.
