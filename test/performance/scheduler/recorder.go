@@ -25,17 +25,17 @@ import (
 type record struct {
 	planned *Planned
 	// All times are since the run's start.
-	created    time.Duration
+	created time.Duration
 	// firstAdmittedAt is the first admission; admittedAt the latest.
 	firstAdmittedAt time.Duration
 	admittedAt      time.Duration
-	admitted   bool
-	finishing  bool
-	finished   bool
-	finishedAt time.Duration
-	evictions  int
-	timer      *time.Timer
-	periods    []Period
+	admitted        bool
+	finishing       bool
+	finished        bool
+	finishedAt      time.Duration
+	evictions       int
+	timer           *time.Timer
+	periods         []Period
 }
 
 // Recorder watches Workloads, records admissions and evictions, and
