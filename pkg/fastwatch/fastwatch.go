@@ -13,12 +13,6 @@
 // 0.19 with Kind.WithoutManagedFields, which also allocates 0.46 of the
 // memory (BenchmarkDecode).
 //
-// The watches ask for no compression. Since Kubernetes 1.37 the API
-// server gzips a watch that starts with a streamed list (client-go's
-// reflectors open them so) for any client that accepts gzip, and it
-// compresses each event as a gzip stream of its own: work on both ends
-// of every event, for a controller that runs next to its API server.
-//
 // Only the watch changes: lists, the informer and its store are
 // client-go's.
 package fastwatch
@@ -114,8 +108,7 @@ type watcher struct {
 func (w *watcher) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	opts.AllowWatchBookmarks = true
-	req := w.client.Get().Resource(w.kind.resource).VersionedParams(&opts, w.params).
-		SetHeader("Accept-Encoding", "identity")
+	req := w.client.Get().Resource(w.kind.resource).VersionedParams(&opts, w.params)
 	if opts.TimeoutSeconds != nil {
 		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}
