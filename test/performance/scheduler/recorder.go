@@ -174,25 +174,46 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record) {
 	}
 }
 
-// Progress are logger key-value pairs counting the workloads per state.
-func (r *Recorder) Progress() []any {
+// Counts are how many workloads are in each state at one moment.
+type Counts struct {
+	Created int
+	// Admitted were admitted at least once.
+	Admitted  int
+	Running   int
+	Finished  int
+	Evictions int
+}
+
+// Counts counts the workloads by state now.
+func (r *Recorder) Counts() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var created, running, finished, evictions int
+	var n Counts
 	for _, rec := range r.records {
 		if rec.created > 0 || rec.admitted || rec.finished {
-			created++
+			n.Created++
+		}
+		if rec.admitted || rec.finished || rec.evictions > 0 {
+			n.Admitted++
 		}
 		if rec.admitted && !rec.finished {
-			running++
+			n.Running++
 		}
 		if rec.finished {
-			finished++
+			n.Finished++
 		}
-		evictions += rec.evictions
+		n.Evictions += rec.evictions
 	}
-	return []any{"elapsed", time.Since(r.start).Round(time.Millisecond).String(), "created", created, "running", running,
-		"finished", finished, "of", len(r.records), "evictions", evictions, "errors", len(r.errs)}
+	return n
+}
+
+// Progress are logger key-value pairs counting the workloads per state.
+func (r *Recorder) Progress() []any {
+	n := r.Counts()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return []any{"elapsed", time.Since(r.start).Round(time.Millisecond).String(), "created", n.Created, "running", n.Running,
+		"finished", n.Finished, "of", len(r.records), "evictions", n.Evictions, "errors", len(r.errs)}
 }
 
 // Result is what the recorder measured.

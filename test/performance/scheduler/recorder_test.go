@@ -46,6 +46,9 @@ func TestWriteTimeline(t *testing.T) {
 		t.Fatalf("the second admission (%v) is not after the first (%v)", last, first)
 	}
 	r.records[key(large)].timer.Stop()
+	if got, want := r.Counts(), (Counts{Created: 2, Admitted: 1, Running: 1, Evictions: 1}); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
 
 	var out strings.Builder
 	if err := r.WriteTimeline(&out); err != nil {

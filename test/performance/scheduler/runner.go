@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,8 +38,9 @@ type Options struct {
 	Scale float64
 	// Berth is the path of the controller binary.
 	Berth string
-	// OutDir receives summary.json, the controller's log and
-	// workloads.csv, the timeline of every workload.
+	// OutDir receives summary.json, the controller's log, workloads.csv
+	// (the timeline of every workload) and samples.csv (the run every 5 s:
+	// workloads created, admitted and finished, and each process's cores).
 	OutDir string
 	// CalibrationWorkers and CalibrationDuration shape the calibration.
 	CalibrationWorkers  int
@@ -142,6 +144,10 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	procsBefore := readProcesses(berth.Pid())
 	start := time.Now()
 	rec.Start(start)
+	samples := []Sample{{CPU: cpuOf(procsBefore)}}
+	sample := func() {
+		samples = append(samples, Sample{At: time.Since(start), Counts: rec.Counts(), CPU: cpuOf(readProcesses(berth.Pid()))})
+	}
 	runCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	createErr := make(chan error, 1)
@@ -161,6 +167,7 @@ wait:
 			cancel()
 			break wait
 		case <-progress.C:
+			sample()
 			ctrl.LoggerFrom(ctx).Info("Progress", rec.Progress()...)
 		}
 	}
@@ -170,9 +177,13 @@ wait:
 	if err := <-createErr; err != nil && runCtx.Err() == nil {
 		return Result{}, writeCounts{}, nil, err
 	}
+	sample()
 	res := rec.Result()
-	if err := writeTimeline(rec, opts.OutDir); err != nil {
+	if err := writeCSV(filepath.Join(opts.OutDir, "workloads.csv"), rec.WriteTimeline); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Writing the workloads' timeline")
+	}
+	if err := writeCSV(filepath.Join(opts.OutDir, "samples.csv"), func(w io.Writer) error { return WriteSamples(w, samples) }); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the run's samples")
 	}
 	// Measure even when the run was cut short: a summary of a run that
 	// did not finish says how far it got.
@@ -191,17 +202,26 @@ wait:
 	return res, w, procs, nil
 }
 
-// writeTimeline writes rec's timeline to dir/workloads.csv.
-func writeTimeline(rec *Recorder, dir string) error {
-	f, err := os.Create(filepath.Join(dir, "workloads.csv"))
+// writeCSV creates path and lets write fill it.
+func writeCSV(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := rec.WriteTimeline(f); err != nil {
+	if err := write(f); err != nil {
 		_ = f.Close()
 		return err
 	}
 	return f.Close()
+}
+
+// cpuOf is the CPU seconds of each process.
+func cpuOf(procs map[string]Process) map[string]float64 {
+	out := make(map[string]float64, len(procs))
+	for name, p := range procs {
+		out[name] = p.CPUSeconds
+	}
+	return out
 }
 
 // readProcesses reads the cost of the controller, the API server and etcd.
