@@ -17,9 +17,8 @@
 // 1.37 the API server gzips a watch that starts with a streamed list, one
 // gzip stream per event. Asking for none (Accept-Encoding: identity) took
 // the decompression out of the controller's profile (4% of it), but over
-// four baseline runs each it saved no CPU beyond run-to-run noise, on
-// either side, and the large class waited 3.5 to 4.9 s for admission
-// instead of 1.0 to 1.6 s; so it is not done.
+// four baseline runs it saved no CPU beyond run-to-run noise, on either
+// side; so it is not done.
 //
 // Only the watch changes: lists, the informer and its store are
 // client-go's.
