@@ -35,7 +35,9 @@
 // server than ConfigMap ones, so a tighter bound; workloadRatio is wallMs
 // against it (or the scenario bound, if larger). The summary also reports
 // what the API server, etcd and the runner itself (which plays users and
-// jobs) cost in CPU.
+// jobs) cost in CPU. Next to the summary, workloads.csv has every
+// workload's times (WriteTimeline) and samples.csv the run's progress and
+// each process's cores every 5 s (WriteSamples).
 //
 // The pure parts (config, generator, bounds, summary) are unit tested; the
 // runner needs the envtest binaries in bin/k8s and bin/berth and is driven
