@@ -3,7 +3,9 @@ package controller
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/fastwatch"
@@ -32,4 +34,15 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, erro
 		DefaultTransform: cache.TransformStripManagedFields(),
 		NewInformer:      newInformer,
 	}, nil
+}
+
+// ControllerConfig is how Berth's manager runs its controllers: on
+// client-go's work queue rather than controller-runtime's priority queue.
+// The priority queue orders what it holds in a tree and runs goroutines of
+// its own to move items between buffers; it puts the events of an initial
+// list behind newer ones, which Berth does not need (admission is decided
+// by the scheduler, not in reconciles), and on the baseline benchmark it
+// took 7 to 8% of the controller's CPU.
+func ControllerConfig() config.Controller {
+	return config.Controller{UsePriorityQueue: ptr.To(false)}
 }

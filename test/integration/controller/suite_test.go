@@ -109,8 +109,12 @@ func startManager() error {
 
 // ctrlConfig lets a restarted manager in the same process register its
 // controllers under the same names again.
+// ctrlConfig is Berth's controller configuration, with name validation off:
+// a restarted manager registers the same controller names again.
 func ctrlConfig() config.Controller {
-	return config.Controller{SkipNameValidation: ptr.To(true)}
+	c := controller.ControllerConfig()
+	c.SkipNameValidation = ptr.To(true)
+	return c
 }
 
 // waitForWebhook waits until the API server reaches the Job webhook: a
