@@ -36,13 +36,13 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, erro
 	}, nil
 }
 
-// ControllerConfig is how Berth's manager runs its controllers: on
+// Defaults is how Berth's manager runs its controllers: on
 // client-go's work queue rather than controller-runtime's priority queue.
 // The priority queue orders what it holds in a tree and runs goroutines of
 // its own to move items between buffers; it puts the events of an initial
 // list behind newer ones, which Berth does not need (admission is decided
 // by the scheduler, not in reconciles), and on the baseline benchmark it
 // took 7 to 8% of the controller's CPU.
-func ControllerConfig() config.Controller {
+func Defaults() config.Controller {
 	return config.Controller{UsePriorityQueue: ptr.To(false)}
 }

@@ -112,7 +112,7 @@ func startManager() error {
 // ctrlConfig is Berth's controller configuration, with name validation off:
 // a restarted manager registers the same controller names again.
 func ctrlConfig() config.Controller {
-	c := controller.ControllerConfig()
+	c := controller.Defaults()
 	c.SkipNameValidation = ptr.To(true)
 	return c
 }
