@@ -41,7 +41,7 @@ type ClusterQueueReconciler struct {
 
 // Reconcile syncs one ClusterQueue.
 func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	r.notifier.clusterQueueReconciling(berthv1alpha1.ClusterQueueReference(req.Name))
+	r.notifier.toldCQs.remove(berthv1alpha1.ClusterQueueReference(req.Name))
 	cq := &berthv1alpha1.ClusterQueue{}
 	if err := r.client.Get(ctx, req.NamespacedName, cq); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -35,7 +35,7 @@ type LocalQueueReconciler struct {
 
 // Reconcile syncs one LocalQueue.
 func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	r.notifier.localQueueReconciling(req.NamespacedName)
+	r.notifier.toldLQs.remove(req.NamespacedName)
 	lq := &berthv1alpha1.LocalQueue{}
 	err := r.client.Get(ctx, req.NamespacedName, lq)
 	if client.IgnoreNotFound(err) != nil {

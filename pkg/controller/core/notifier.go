@@ -133,11 +133,38 @@ type StatusNotifier struct {
 	localQueues   chan event.GenericEvent
 	workloads     chan event.GenericEvent
 
-	mu sync.Mutex
-	// toldCQs and toldLQs are the queues told of a change whose reconcile
-	// has not started since.
-	toldCQs map[berthv1alpha1.ClusterQueueReference]struct{}
-	toldLQs map[types.NamespacedName]struct{}
+	toldCQs told[berthv1alpha1.ClusterQueueReference]
+	toldLQs told[types.NamespacedName]
+}
+
+// told is the set of queues told of a change whose reconcile has not
+// started since.
+type told[K comparable] struct {
+	mu   sync.Mutex
+	keys map[K]struct{}
+}
+
+// add records key and reports whether it was not there yet: whether the
+// queue must be told.
+func (t *told[K]) add(key K) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.keys[key]; ok {
+		return false
+	}
+	if t.keys == nil {
+		t.keys = map[K]struct{}{}
+	}
+	t.keys[key] = struct{}{}
+	return true
+}
+
+// remove notes that key's reconcile starts: a change from now on must be
+// told again.
+func (t *told[K]) remove(key K) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.keys, key)
 }
 
 // NewStatusNotifier returns a notifier with room for bursts of events.
@@ -146,8 +173,6 @@ func NewStatusNotifier() *StatusNotifier {
 		clusterQueues: make(chan event.GenericEvent, 1024),
 		localQueues:   make(chan event.GenericEvent, 1024),
 		workloads:     make(chan event.GenericEvent, 1024),
-		toldCQs:       map[berthv1alpha1.ClusterQueueReference]struct{}{},
-		toldLQs:       map[types.NamespacedName]struct{}{},
 	}
 }
 
@@ -163,43 +188,16 @@ func (n *StatusNotifier) WorkloadChanged(wl *berthv1alpha1.Workload) {
 
 // ClusterQueueChanged asks for the status of a ClusterQueue to be written.
 func (n *StatusNotifier) ClusterQueueChanged(name berthv1alpha1.ClusterQueueReference) {
-	if tell(&n.mu, n.toldCQs, name) {
+	if n.toldCQs.add(name) {
 		n.clusterQueues <- event.GenericEvent{Object: &berthv1alpha1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: string(name)}}}
 	}
 }
 
 // LocalQueueChanged asks for the status of a LocalQueue to be written.
 func (n *StatusNotifier) LocalQueueChanged(key types.NamespacedName) {
-	if tell(&n.mu, n.toldLQs, key) {
+	if n.toldLQs.add(key) {
 		n.localQueues <- event.GenericEvent{Object: &berthv1alpha1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 	}
-}
-
-// clusterQueueReconciling notes that a reconcile of the ClusterQueue
-// starts: a change from now on must be told again.
-func (n *StatusNotifier) clusterQueueReconciling(name berthv1alpha1.ClusterQueueReference) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.toldCQs, name)
-}
-
-// localQueueReconciling is clusterQueueReconciling for a LocalQueue.
-func (n *StatusNotifier) localQueueReconciling(key types.NamespacedName) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.toldLQs, key)
-}
-
-// tell records key in told and reports whether it was not there: whether
-// the queue must be told.
-func tell[K comparable](mu *sync.Mutex, told map[K]struct{}, key K) bool {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, ok := told[key]; ok {
-		return false
-	}
-	told[key] = struct{}{}
-	return true
 }
 
 // RequeueWorkload asks for a Workload to be reconciled again.

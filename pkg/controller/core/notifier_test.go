@@ -29,8 +29,8 @@ func TestNotifierTellsAQueueOnceUntilItsReconcileStarts(t *testing.T) {
 		t.Errorf("%d ClusterQueue requests after three changes of one queue; want 1", got)
 	}
 
-	n.localQueueReconciling(lq)
-	n.clusterQueueReconciling("gpu")
+	n.toldLQs.remove(lq)
+	n.toldCQs.remove("gpu")
 	n.WorkloadChanged(wl)
 	n.WorkloadChanged(wl)
 	if got := len(n.localQueues); got != 3 {

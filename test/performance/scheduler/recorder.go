@@ -1,11 +1,13 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +39,9 @@ type record struct {
 	timer           *time.Timer
 	periods         []Period
 }
+
+// everAdmitted reports whether the workload was admitted at least once.
+func (rec *record) everAdmitted() bool { return rec.admitted || rec.finished || rec.evictions > 0 }
 
 // Recorder watches Workloads, records admissions and evictions, and
 // finishes each admitted workload its runtime after the admission was
@@ -193,7 +198,7 @@ func (r *Recorder) Counts() Counts {
 		if rec.created > 0 || rec.admitted || rec.finished {
 			n.Created++
 		}
-		if rec.admitted || rec.finished || rec.evictions > 0 {
+		if rec.everAdmitted() {
 			n.Admitted++
 		}
 		if rec.admitted && !rec.finished {
@@ -271,14 +276,11 @@ func (r *Recorder) Result() Result {
 // waited, and when.
 func (r *Recorder) WriteTimeline(w io.Writer) error {
 	r.mu.Lock()
-	recs := make([]*record, 0, len(r.records))
-	for _, rec := range r.records {
-		recs = append(recs, rec)
-	}
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	recs := slices.Collect(maps.Values(r.records))
 	slices.SortFunc(recs, func(a, b *record) int {
-		if a.created != b.created {
-			return int(a.created - b.created)
+		if c := cmp.Compare(a.created, b.created); c != 0 {
+			return c
 		}
 		return cmpKey(a.planned, b.planned)
 	})
@@ -286,13 +288,10 @@ func (r *Recorder) WriteTimeline(w io.Writer) error {
 	_ = out.Write([]string{"namespace", "name", "class", "cohort", "priority", "requestMilli", "runtimeMs",
 		"createdMs", "firstAdmittedMs", "admittedMs", "finishedMs", "evictions"})
 	for _, rec := range recs {
-		r.mu.Lock()
-		p, admitted, finished := rec.planned, rec.admitted || rec.finished || rec.evictions > 0, rec.finished
-		line := []string{p.Namespace, p.Name, p.Class, p.Cohort, strconv.Itoa(int(p.Priority)), strconv.FormatInt(p.RequestMilli, 10),
+		p, admitted := rec.planned, rec.everAdmitted()
+		_ = out.Write([]string{p.Namespace, p.Name, p.Class, p.Cohort, strconv.Itoa(int(p.Priority)), strconv.FormatInt(p.RequestMilli, 10),
 			millis(p.Runtime, true), millis(rec.created, true), millis(rec.firstAdmittedAt, admitted), millis(rec.admittedAt, admitted),
-			millis(rec.finishedAt, finished), strconv.Itoa(rec.evictions)}
-		r.mu.Unlock()
-		_ = out.Write(line)
+			millis(rec.finishedAt, rec.finished), strconv.Itoa(rec.evictions)})
 	}
 	out.Flush()
 	return out.Error()
