@@ -6,19 +6,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	restclientwatch "k8s.io/client-go/rest/watch"
+	"k8s.io/utils/ptr"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -103,12 +108,39 @@ func newWorkloadStream(data string) *stream {
 	return newStream(io.NopCloser(strings.NewReader(data)), decode[berthv1alpha1.Workload])
 }
 
+// fullSample is sample with a pod template that uses the shapes of JSON
+// the core API has: Go-embedded structs (a volume's source, a probe's
+// handler), int-or-strings, quantities, times and pointers to ints.
+func fullSample(name string) *berthv1alpha1.Workload {
+	wl := sample(name)
+	wl.Annotations = map[string]string{"team": "vision"}
+	wl.Finalizers = []string{"berth.dev/resource-in-use"}
+	wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: "0f1e2d3c", Controller: ptr.To(true)}}
+	wl.CreationTimestamp = metav1.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	spec := &wl.Spec.PodSets[0].Template.Spec
+	spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("10Gi"))},
+	}}}
+	spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)}}
+	spec.NodeSelector = map[string]string{"gpu": "h100"}
+	spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	c := &spec.Containers[0]
+	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
+		PeriodSeconds: 5,
+	}
+	c.Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1.5Gi")}
+	return wl
+}
+
 func TestDecodesAsClientGoDoes(t *testing.T) {
 	bookmark := &berthv1alpha1.Workload{TypeMeta: metav1.TypeMeta{Kind: "Workload", APIVersion: berthv1alpha1.GroupVersion.String()}}
 	bookmark.ResourceVersion = "4243"
 	bookmark.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
-	data := line(t, watch.Added, sample("a")) + line(t, watch.Modified, sample("b")) +
-		line(t, watch.Bookmark, bookmark) + line(t, watch.Deleted, sample("a"))
+	data := line(t, watch.Added, fullSample("a")) + line(t, watch.Modified, fullSample("b")) +
+		line(t, watch.Bookmark, bookmark) + line(t, watch.Deleted, fullSample("a"))
 
 	want := clientGoEvents(t, data)
 	got := events(newWorkloadStream(data))
@@ -121,6 +153,50 @@ func TestDecodesAsClientGoDoes(t *testing.T) {
 		}
 		if !equality.Semantic.DeepEqual(got[i].Object, want[i].Object) {
 			t.Errorf("event %d differs from client-go's (-client-go +fastwatch):\n%s", i, cmp.Diff(want[i].Object, got[i].Object))
+		}
+	}
+}
+
+// eventful is a kind whose Object field json v2 would decode otherwise than
+// the API machinery: its numbers as float64.
+type eventful struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Timeout time.Duration `json:"timeout"`
+		Extra   map[string]any `json:"extra"`
+	} `json:"spec"`
+}
+
+func (e *eventful) DeepCopyObject() runtime.Object { c := *e; return &c }
+
+func TestForRefusesKindsJSONv2DecodesOtherwise(t *testing.T) {
+	defer func() {
+		got := fmt.Sprint(recover())
+		if !strings.Contains(got, "Timeout: a time.Duration") {
+			t.Errorf("For panicked with %q, want it to name the time.Duration field", got)
+		}
+	}()
+	For[eventful]("eventfuls")
+}
+
+func TestDecodesAsV1(t *testing.T) {
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want string
+	}{
+		{reflect.TypeFor[berthv1alpha1.Workload](), ""},
+		{reflect.TypeFor[metav1.Status](), ""},
+		{reflect.TypeFor[struct{ D time.Duration }](), "D: a time.Duration"},
+		{reflect.TypeFor[struct{ M map[string][]any }](), "M: an interface (interface {})"},
+		{reflect.TypeFor[struct {
+			D time.Duration `json:"-"`
+			d time.Duration
+		}](), ""},
+	} {
+		err := decodesAsV1(tc.typ, map[reflect.Type]bool{})
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && !strings.HasSuffix(got, tc.want)) {
+			t.Errorf("decodesAsV1(%s) = %v, want %q", tc.typ, err, tc.want)
 		}
 	}
 }
