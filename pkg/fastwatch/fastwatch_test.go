@@ -163,7 +163,7 @@ type eventful struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              struct {
-		Timeout time.Duration `json:"timeout"`
+		Timeout time.Duration  `json:"timeout"`
 		Extra   map[string]any `json:"extra"`
 	} `json:"spec"`
 }
