@@ -53,6 +53,35 @@ wait_for() {
 	return 1
 }
 
+# counted KIND NAME PENDING ADMITTED waits until the queue's status counts
+# that many pending and admitted workloads: while only its counts change,
+# Berth writes a queue's status at most every 5 seconds.
+counted() {
+	local got
+	for _ in $(seq 40); do
+		got=$(kubectl get "$1" "$2" -o jsonpath='{.status.pendingWorkloads} {.status.admittedWorkloads}')
+		[[ $got == "$3 $4" ]] && return 0
+		sleep 0.25
+	done
+	echo "demo: $1 $2 counts $got pending and admitted, not $3 $4" >&2
+	return 1
+}
+
+# readmitted N waits until N workloads are admitted and one of them was
+# preempted before: the preempted one is admitted again.
+readmitted() {
+	local states
+	for _ in $(seq 40); do
+		states=$(kubectl get wl -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Admitted")].status}/{.status.conditions[?(@.type=="Preempted")].type}{"\n"}{end}')
+		if [[ $(grep -c '^True/' <<<"$states") == "$1" ]] && grep -q '^True/Preempted$' <<<"$states"; then
+			return 0
+		fi
+		sleep 0.25
+	done
+	echo "demo: the preempted workload was not admitted again" >&2
+	return 1
+}
+
 # why JOB prints why the job's Workload waits.
 why() {
 	local wl
@@ -69,28 +98,31 @@ show get nodes -L gpu.berth.dev/family,node.berth.dev/pool
 step "Applying config/samples: flavors, two teams' ClusterQueues in a cohort, LocalQueues, priority classes and a Job"
 kubectl apply -f "$ROOT/config/samples"
 wait_for train-resnet Admitted
-sleep 1
+counted cq team-a 0 1
+counted lq training 0 1
 show get cq,lq,wl
 show get pods -o wide
 
 step "Team A borrows team B's idle H100s: a 16-GPU sweep on a queue with 8 of its 16 GPUs in use"
 job sweep training research 8 2
 wait_for sweep Admitted
-sleep 1.5
+counted cq team-a 0 2
 show get cq
 echo "team-a H100 GPUs in use and borrowed: $(kubectl get cq team-a -o jsonpath='{.status.flavorsUsage[0].resources[2]}')"
 
 step "Team B needs its H100s back: serving reclaims them by preempting the borrower"
 job serve inference production 8 2
 wait_for serve Admitted
-sleep 2
+readmitted 3
 show get events --field-selector reason=Preempted -o custom-columns='WORKLOAD:.involvedObject.name,MESSAGE:.message'
-echo "The preempted sweep went back to its queue and was admitted again on A100s, where team A has quota of its own:"
+echo "The preempted workload went back to its queue and was admitted again on A100s, where team A has quota of its own:"
 show get wl -o custom-columns='NAME:.metadata.name,QUEUE:.spec.queueName,GPU FLAVOR:.status.admission.podSetAssignments[0].flavors.nvidia\.com/gpu,ADMITTED:.status.conditions[?(@.type=="Admitted")].status,PREEMPTED:.status.conditions[?(@.type=="Preempted")].reason'
 
 step "A job larger than anything free waits, and says why in numbers"
 job giant training research 12 8
-sleep 2
+counted cq team-a 1 2
+counted lq training 1 2
+counted cq team-b 0 1
 why giant
 show get cq,lq,wl
 
