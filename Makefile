@@ -102,3 +102,9 @@ perf-large: ## Run the scheduler benchmark's large scenario (50,000 workloads); 
 .PHONY: perf-check
 perf-check: ## Fail when the last baseline summary misses the benchmark's targets.
 	go run ./test/performance/scheduler/cmd/perf check
+
+##@ Documentation
+
+.PHONY: site
+site: ## Render the documentation site (site/content) into _output/site; fails on a broken link or include.
+	go run ./hack/site -out _output/site
