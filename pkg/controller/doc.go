@@ -6,18 +6,23 @@
 // writes the API.
 //
 // The RBAC markers below are the whole of what the controller manager may
-// do; config/rbac/role.yaml is generated from them.
+// do; config/rbac/role.yaml is generated from them. The controller
+// integration suite runs the manager as a service account bound to that
+// role alone, with the API server's OwnerReferencesPermissionEnforcement
+// on: a Workload is owned by its job with blockOwnerDeletion, which only
+// who may update the job's finalizers may set.
 //
 // +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;cohorts;localqueues;workloadpriorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors/finalizers;clusterqueues/finalizers,verbs=update
-// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -51,12 +51,18 @@ func TestMain(m *testing.M) {
 	os.Exit(apiserver.RunSuite(m, &server,
 		func() (func(), error) { return func() { stopManager() }, startManager() },
 		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases")),
-		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook"))))
+		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")),
+		apiserver.WithOwnerReferencesPermissionEnforcement()))
 }
 
 // startManager runs a new controller manager, as a new process of Berth
-// would: empty caches, every object loaded from the API server.
+// would: empty caches, every object loaded from the API server. It runs
+// with the permissions of config/rbac/role.yaml and no others.
 func startManager() error {
+	cfg, err := server.ControllerConfig(context.Background())
+	if err != nil {
+		return err
+	}
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -64,11 +70,11 @@ func startManager() error {
 	if err := controller.AddToScheme(scheme, integrations); err != nil {
 		return err
 	}
-	cacheOpts, err := controller.CacheOptions(server.Config, scheme)
+	cacheOpts, err := controller.CacheOptions(cfg, scheme)
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(server.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		MapperProvider:         controller.NewRESTMapper,
@@ -107,8 +113,6 @@ func startManager() error {
 	return waitForWebhook()
 }
 
-// ctrlConfig lets a restarted manager in the same process register its
-// controllers under the same names again.
 // ctrlConfig is Berth's controller configuration, with name validation off:
 // a restarted manager registers the same controller names again.
 func ctrlConfig() config.Controller {

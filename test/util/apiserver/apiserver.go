@@ -74,6 +74,16 @@ func WithWebhooks(paths ...string) Option {
 	}
 }
 
+// WithOwnerReferencesPermissionEnforcement runs the API server as clusters
+// that enforce who may block an owner's deletion do: setting
+// blockOwnerDeletion on an owner reference takes permission to update the
+// owner's finalizers.
+func WithOwnerReferencesPermissionEnforcement() Option {
+	return func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+	}
+}
+
 // Start starts etcd and kube-apiserver and installs Berth's CRDs and
 // validation policies, plus what opts add.
 func Start(opts ...Option) (*Server, error) {
