@@ -9,6 +9,20 @@ export KUBECONFIG=$ROOT/_output/local/kubeconfig
 KUBECTL=("$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG")
 mkdir -p "$OUT"
 
+# The controller runs as its service account, with config/rbac/role.yaml
+# and nothing more, so that the end-to-end tests and the demo fail when the
+# role lacks a permission the code uses. The API server takes the
+# administrator's credentials as that account's (impersonation).
+"${KUBECTL[@]}" apply -f "$ROOT/config/rbac/role.yaml" >/dev/null
+account=berth-system:berth-controller
+"${KUBECTL[@]}" create clusterrolebinding berth-controller --clusterrole=berth-controller --serviceaccount=$account --dry-run=client -o yaml |
+	"${KUBECTL[@]}" apply -f - >/dev/null
+"${KUBECTL[@]}" create rolebinding berth-controller -n berth-system --role=berth-controller --serviceaccount=$account --dry-run=client -o yaml |
+	"${KUBECTL[@]}" apply -f - >/dev/null
+# kubectl config has no command for "as"; its minified output has one user.
+"${KUBECTL[@]}" config view --raw --minify | sed "/^  user:\$/a\\    as: system:serviceaccount:${account}" >"$OUT/kubeconfig"
+grep -q "^    as: system:serviceaccount:${account}\$" "$OUT/kubeconfig"
+
 echo "local-up: building and starting the Berth controller"
 (cd "$ROOT" && go build -o bin/berth ./cmd/berth)
 if [[ -f $OUT/pid ]]; then
@@ -16,7 +30,7 @@ if [[ -f $OUT/pid ]]; then
 	while kill -0 "$(cat "$OUT/pid")" 2>/dev/null; do sleep 0.2; done
 fi
 # BERTH_LOG_LEVEL=3 logs every scheduling decision.
-(cd "$ROOT" && exec nohup bin/berth --config config/local/berth.yaml --zap-log-level="${BERTH_LOG_LEVEL:-info}" >>"$OUT/berth.log" 2>&1) &
+(cd "$ROOT" && KUBECONFIG=$OUT/kubeconfig exec nohup bin/berth --config config/local/berth.yaml --zap-log-level="${BERTH_LOG_LEVEL:-info}" >>"$OUT/berth.log" 2>&1) &
 echo $! >"$OUT/pid"
 
 # Ready when a queued Job is held by the webhook: the controller runs, has
