@@ -61,7 +61,7 @@ for crds in "$ROOT/config/crd/bases" "$JOBSET_CRDS"; do
 	"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
 	wait_for --for=condition=Established -f "$crds"
 done
-"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$ROOT/config/validation" >/dev/null
+"${KUBECTL[@]}" apply --server-side --force-conflicts -k "$ROOT/config/validation" >/dev/null
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/webhooks.yaml" >/dev/null
 "${KUBECTL[@]}" create namespace berth-system --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
 wait_for --for=condition=Ready node --all

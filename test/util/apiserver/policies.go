@@ -26,6 +26,9 @@ func (s *Server) installPolicies(ctx context.Context) error {
 		return err
 	}
 	for _, file := range files {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue // how config/default includes the policies
+		}
 		objs, err := ReadManifests(file)
 		if err != nil {
 			return err

@@ -1,0 +1,223 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	"github.com/berth-dev/berth/pkg/config"
+	"github.com/berth-dev/berth/test/util/apiserver"
+)
+
+// install is config/default rendered by the real kubectl's kustomize, by
+// kind and name.
+type install map[string][]byte
+
+func (in install) get(t *testing.T, kind, name string, into any) {
+	t.Helper()
+	data, ok := in[kind+"/"+name]
+	if !ok {
+		t.Fatalf("config/default has no %s %s", kind, name)
+	}
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
+		t.Fatalf("%s %s: %v", kind, name, err)
+	}
+}
+
+func renderInstall(ctx context.Context, t *testing.T) ([]byte, install) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join(apiserver.AssetsDir(), "kubectl"), "kustomize", filepath.Join(apiserver.RepoRoot(), "config", "default"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/default: %v\n%s", err, stderr.String())
+	}
+	in := install{}
+	for doc := range bytes.SplitSeq(out, []byte("\n---\n")) {
+		var meta metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		in[meta.Kind+"/"+meta.Name] = doc
+	}
+	return out, in
+}
+
+// TestInstallManifests renders config/default, checks that its parts fit
+// the controller's default configuration and each other, and has the API
+// server validate every object with a server-side dry run.
+func TestInstallManifests(t *testing.T) {
+	ctx := testContext(t)
+	rendered, in := renderInstall(ctx, t)
+
+	for _, name := range []string{"resourceflavors", "clusterqueues", "cohorts", "localqueues", "workloads", "workloadpriorityclasses"} {
+		if _, ok := in["CustomResourceDefinition/"+name+".berth.dev"]; !ok {
+			t.Errorf("config/default does not install the CRD %s.berth.dev", name)
+		}
+	}
+	for _, name := range []string{"quotas.berth.dev", "workloads.berth.dev"} {
+		for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			if _, ok := in[kind+"/"+name]; !ok {
+				t.Errorf("config/default does not install the %s %s", kind, name)
+			}
+		}
+	}
+
+	var deploy appsv1.Deployment
+	in.get(t, "Deployment", "berth-controller", &deploy)
+	pod := deploy.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("the Deployment has %d containers, want the manager alone", len(pod.Containers))
+	}
+	manager := pod.Containers[0]
+
+	// The configuration the Deployment mounts is the one in config/manager,
+	// and the names below must be the ones it says.
+	var configMap corev1.ConfigMap
+	var configVolume string
+	for _, v := range pod.Volumes {
+		if v.ConfigMap != nil {
+			in.get(t, "ConfigMap", v.ConfigMap.Name, &configMap)
+			configVolume = v.Name
+		}
+	}
+	var configPath string
+	for _, m := range manager.VolumeMounts {
+		if m.Name == configVolume {
+			configPath = m.MountPath
+		}
+	}
+	if !slices.Contains(manager.Args, "--config="+configPath+"/controller_config.yaml") {
+		t.Errorf("the manager's args %v do not point --config at the mounted %s/controller_config.yaml", manager.Args, configPath)
+	}
+	cfg, err := config.Decode([]byte(configMap.Data["controller_config.yaml"]))
+	if err != nil {
+		t.Fatalf("the mounted configuration: %v", err)
+	}
+	icm := cfg.InternalCertManagement
+
+	var hook struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+		Webhooks []struct {
+			Name         string `json:"name"`
+			ClientConfig struct {
+				Service struct{ Name, Namespace, Path string } `json:"service"`
+			} `json:"clientConfig"`
+			ObjectSelector *metav1.LabelSelector `json:"objectSelector"`
+		} `json:"webhooks"`
+	}
+	if data, ok := in["MutatingWebhookConfiguration/"+icm.MutatingWebhookConfigurationName]; !ok {
+		t.Errorf("config/default has no MutatingWebhookConfiguration %s, the one the controller writes its CA into", icm.MutatingWebhookConfigurationName)
+	} else if err := yaml.Unmarshal(data, &hook); err != nil {
+		t.Fatal(err)
+	}
+	queued, unqueued := labels.Set{berthv1alpha1.QueueNameLabel: "training"}, labels.Set{"app": "other"}
+	for _, w := range hook.Webhooks {
+		if s := w.ClientConfig.Service; s.Name != icm.WebhookServiceName || s.Namespace != icm.WebhookServiceNamespace {
+			t.Errorf("webhook %s calls Service %s/%s, but the controller's certificate is for %s/%s", w.Name, s.Namespace, s.Name, icm.WebhookServiceNamespace, icm.WebhookServiceName)
+		}
+		// Berth leaves unlabelled jobs alone unless told otherwise, so an
+		// unreachable controller must not hold them up.
+		selector, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !selector.Matches(queued) || (!cfg.ManageJobsWithoutQueueName && selector.Matches(unqueued)) {
+			t.Errorf("webhook %s selects %v: want jobs with %s, and no others while manageJobsWithoutQueueName is false", w.Name, w.ObjectSelector, berthv1alpha1.QueueNameLabel)
+		}
+	}
+	if len(hook.Webhooks) == 0 {
+		t.Error("the MutatingWebhookConfiguration has no webhooks")
+	}
+	var svc corev1.Service
+	in.get(t, "Service", icm.WebhookServiceName, &svc)
+	if svc.Namespace != icm.WebhookServiceNamespace {
+		t.Errorf("Service %s is in %s, want %s", svc.Name, svc.Namespace, icm.WebhookServiceNamespace)
+	}
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(deploy.Spec.Template.Labels)) {
+		t.Errorf("Service %s selects %v, which the manager's pods (%v) do not match", svc.Name, svc.Spec.Selector, deploy.Spec.Template.Labels)
+	}
+	webhookPort := false
+	for _, p := range manager.Ports {
+		if len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].TargetPort.StrVal == p.Name && p.ContainerPort == int32(cfg.Webhook.Port) {
+			webhookPort = true
+		}
+	}
+	if !webhookPort {
+		t.Errorf("Service %s does not reach the webhook port %d of the manager (ports %v)", svc.Name, cfg.Webhook.Port, manager.Ports)
+	}
+
+	// The certificate directory must be writable under a read-only root.
+	writable := false
+	for _, m := range manager.VolumeMounts {
+		writable = writable || (m.MountPath == cfg.Webhook.CertDir && !m.ReadOnly)
+	}
+	if !writable {
+		t.Errorf("nothing writable is mounted at the webhook certDir %s", cfg.Webhook.CertDir)
+	}
+
+	checkBindings(t, in, deploy.Namespace, pod.ServiceAccountName, cfg)
+
+	// The API server validates every object. The namespace must exist for
+	// a dry run of what goes in it.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deploy.Namespace}}
+	if err := server.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(apiserver.AssetsDir(), "kubectl"), "--kubeconfig", server.Kubeconfig,
+		"apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
+	cmd.Stdin = bytes.NewReader(rendered)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply --server-side --dry-run=server -k config/default: %v\n%s", err, out)
+	}
+}
+
+// checkBindings checks that the manager's service account is bound to the
+// generated roles, and that the Role is where the controller keeps its
+// Lease and its certificate Secret.
+func checkBindings(t *testing.T, in install, namespace, account string, cfg *configv1alpha1.Configuration) {
+	t.Helper()
+	var sa corev1.ServiceAccount
+	in.get(t, "ServiceAccount", account, &sa)
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: namespace}
+	var crb rbacv1.ClusterRoleBinding
+	in.get(t, "ClusterRoleBinding", "berth-controller", &crb)
+	var rb rbacv1.RoleBinding
+	in.get(t, "RoleBinding", "berth-controller", &rb)
+	var role rbacv1.Role
+	in.get(t, "Role", rb.RoleRef.Name, &role)
+	var clusterRole rbacv1.ClusterRole
+	in.get(t, "ClusterRole", crb.RoleRef.Name, &clusterRole)
+	if len(clusterRole.Rules) == 0 || len(role.Rules) == 0 {
+		t.Errorf("the ClusterRole has %d rules and the Role %d, want config/rbac/role.yaml's", len(clusterRole.Rules), len(role.Rules))
+	}
+	for name, subjects := range map[string][]rbacv1.Subject{"ClusterRoleBinding": crb.Subjects, "RoleBinding": rb.Subjects} {
+		if !slices.Contains(subjects, subject) {
+			t.Errorf("the %s binds %v, not the manager's service account %s/%s", name, subjects, namespace, account)
+		}
+	}
+	for what, ns := range map[string]string{
+		"the leader election Lease":                cfg.LeaderElection.ResourceNamespace,
+		"the webhook certificate Secret":           cfg.InternalCertManagement.WebhookServiceNamespace,
+		"the RoleBinding of the Role":              rb.Namespace,
+		"the manager's namespace (its Deployment)": namespace,
+	} {
+		if ns != role.Namespace {
+			t.Errorf("%s is in %s, but the Role that allows it is in %s", what, ns, role.Namespace)
+		}
+	}
+}
