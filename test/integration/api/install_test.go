@@ -153,7 +153,7 @@ func TestInstallManifests(t *testing.T) {
 	}
 	webhookPort := false
 	for _, p := range manager.Ports {
-		if len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].TargetPort.StrVal == p.Name && p.ContainerPort == int32(cfg.Webhook.Port) {
+		if len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].TargetPort.StrVal == p.Name && p.ContainerPort == cfg.Webhook.Port {
 			webhookPort = true
 		}
 	}
