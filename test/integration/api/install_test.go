@@ -37,14 +37,15 @@ func (in install) get(t *testing.T, kind, name string, into any) {
 	}
 }
 
-func renderInstall(ctx context.Context, t *testing.T) ([]byte, install) {
+// renderInstall renders config/<dir> with the real kubectl's kustomize.
+func renderInstall(ctx context.Context, t *testing.T, dir string) ([]byte, install) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, filepath.Join(apiserver.AssetsDir(), "kubectl"), "kustomize", filepath.Join(apiserver.RepoRoot(), "config", "default"))
+	cmd := exec.CommandContext(ctx, filepath.Join(apiserver.AssetsDir(), "kubectl"), "kustomize", filepath.Join(apiserver.RepoRoot(), "config", dir))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize config/default: %v\n%s", err, stderr.String())
+		t.Fatalf("kubectl kustomize config/%s: %v\n%s", dir, err, stderr.String())
 	}
 	in := install{}
 	for doc := range bytes.SplitSeq(out, []byte("\n---\n")) {
@@ -62,7 +63,7 @@ func renderInstall(ctx context.Context, t *testing.T) ([]byte, install) {
 // server validate every object with a server-side dry run.
 func TestInstallManifests(t *testing.T) {
 	ctx := testContext(t)
-	rendered, in := renderInstall(ctx, t)
+	rendered, in := renderInstall(ctx, t, "default")
 
 	for _, name := range []string{"resourceflavors", "clusterqueues", "cohorts", "localqueues", "workloads", "workloadpriorityclasses"} {
 		if _, ok := in["CustomResourceDefinition/"+name+".berth.dev"]; !ok {
@@ -172,9 +173,15 @@ func TestInstallManifests(t *testing.T) {
 
 	checkBindings(t, in, deploy.Namespace, pod.ServiceAccountName, cfg)
 
-	// The API server validates every object. The namespace must exist for
-	// a dry run of what goes in it.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deploy.Namespace}}
+	dryRun(ctx, t, deploy.Namespace, rendered)
+}
+
+// dryRun has the API server validate every object of rendered with a
+// server-side dry run. The namespace must exist for a dry run of what goes
+// in it.
+func dryRun(ctx context.Context, t *testing.T, namespace string, rendered []byte) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := server.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -182,8 +189,50 @@ func TestInstallManifests(t *testing.T) {
 		"apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
 	cmd.Stdin = bytes.NewReader(rendered)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply --server-side --dry-run=server -k config/default: %v\n%s", err, out)
+		t.Fatalf("kubectl apply --server-side --dry-run=server: %v\n%s", err, out)
 	}
+}
+
+// TestSchedulerInstallManifests renders config/scheduler, checks that the
+// Deployment runs the mounted configuration as an account that may hold
+// the Lease that configuration names, and has the API server dry-run it.
+func TestSchedulerInstallManifests(t *testing.T) {
+	ctx := testContext(t)
+	rendered, in := renderInstall(ctx, t, "scheduler")
+	var deploy appsv1.Deployment
+	in.get(t, "Deployment", "berth-scheduler", &deploy)
+	pod := deploy.Spec.Template.Spec
+	var configMap corev1.ConfigMap
+	for _, v := range pod.Volumes {
+		if v.ConfigMap != nil {
+			in.get(t, "ConfigMap", v.ConfigMap.Name, &configMap)
+		}
+	}
+	if len(pod.Containers) != 1 || !slices.Contains(pod.Containers[0].Args, "--config=/etc/berth-scheduler/cluster-config.yaml") ||
+		len(pod.Containers[0].VolumeMounts) != 1 || pod.Containers[0].VolumeMounts[0].MountPath != "/etc/berth-scheduler" {
+		t.Errorf("the scheduler container %+v does not run the mounted cluster-config.yaml", pod.Containers)
+	}
+	var cfg struct {
+		LeaderElection struct {
+			ResourceName, ResourceNamespace string
+		} `json:"leaderElection"`
+	}
+	if err := yaml.Unmarshal([]byte(configMap.Data["cluster-config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.Role
+	in.get(t, "Role", "berth-scheduler", &role)
+	var rb rbacv1.RoleBinding
+	in.get(t, "RoleBinding", "berth-scheduler", &rb)
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: pod.ServiceAccountName, Namespace: deploy.Namespace}
+	holdsLease := false
+	for _, rule := range role.Rules {
+		holdsLease = holdsLease || (slices.Contains(rule.Resources, "leases") && slices.Contains(rule.ResourceNames, cfg.LeaderElection.ResourceName) && slices.Contains(rule.Verbs, "update"))
+	}
+	if !holdsLease || role.Namespace != cfg.LeaderElection.ResourceNamespace || rb.RoleRef.Name != role.Name || !slices.Contains(rb.Subjects, subject) {
+		t.Errorf("the scheduler's account %v may not update its Lease %s/%s (Role %s/%s: %+v)", subject, cfg.LeaderElection.ResourceNamespace, cfg.LeaderElection.ResourceName, role.Namespace, role.Name, role.Rules)
+	}
+	dryRun(ctx, t, deploy.Namespace, rendered)
 }
 
 // checkBindings checks that the manager's service account is bound to the
