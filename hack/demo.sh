@@ -39,54 +39,60 @@ YAML
 	echo "submitted job $1: $4 pods x $5 GPUs to queue $2, priority $3"
 }
 
-# wait_for JOB CONDITION waits until the job's Workload has the condition.
-wait_for() {
-	local wl
-	for _ in $(seq 60); do
-		wl=$(kubectl get wl -o jsonpath="{.items[?(@.metadata.ownerReferences[0].name==\"$1\")].metadata.name}")
-		if [[ -n $wl ]] && [[ $(kubectl get wl "$wl" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}") == True ]]; then
-			return 0
-		fi
-		sleep 0.5
+# poll WHAT CHECK [ARGS...] runs CHECK until it succeeds, for at most 30
+# seconds, and says that WHAT did not happen when it never does.
+poll() {
+	local what=$1
+	shift
+	for _ in $(seq 120); do
+		"$@" && return 0
+		sleep 0.25
 	done
-	echo "demo: job $1 did not reach $2" >&2
+	echo "demo: $what did not happen" >&2
 	return 1
+}
+
+# workload_of JOB prints the name of the job's Workload.
+workload_of() {
+	kubectl get wl -o jsonpath="{.items[?(@.metadata.ownerReferences[0].name==\"$1\")].metadata.name}"
+}
+
+# has_condition JOB CONDITION says whether the job's Workload has the
+# condition.
+has_condition() {
+	local wl
+	wl=$(workload_of "$1")
+	[[ -n $wl ]] && [[ $(kubectl get wl "$wl" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}") == True ]]
+}
+
+# wait_for JOB CONDITION waits until the job's Workload has the condition.
+wait_for() { poll "job $1 reaching $2" has_condition "$1" "$2"; }
+
+# counts KIND NAME PENDING ADMITTED says whether the queue's status counts
+# that many pending and admitted workloads.
+counts() {
+	[[ $(kubectl get "$1" "$2" -o jsonpath='{.status.pendingWorkloads} {.status.admittedWorkloads}') == "$3 $4" ]]
 }
 
 # counted KIND NAME PENDING ADMITTED waits until the queue's status counts
-# that many pending and admitted workloads: while only its counts change,
-# Berth writes a queue's status at most every 5 seconds.
-counted() {
-	local got
-	for _ in $(seq 40); do
-		got=$(kubectl get "$1" "$2" -o jsonpath='{.status.pendingWorkloads} {.status.admittedWorkloads}')
-		[[ $got == "$3 $4" ]] && return 0
-		sleep 0.25
-	done
-	echo "demo: $1 $2 counts $got pending and admitted, not $3 $4" >&2
-	return 1
+# them: while only its counts change, Berth writes a queue's status at most
+# every 5 seconds.
+counted() { poll "$1 $2 counting $3 pending and $4 admitted workloads" counts "$@"; }
+
+# readmission N says whether N workloads are admitted and one of them was
+# preempted before: the preempted one is admitted again.
+readmission() {
+	local states
+	states=$(kubectl get wl -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Admitted")].status}/{.status.conditions[?(@.type=="Preempted")].type}{"\n"}{end}')
+	[[ $(grep -c '^True/' <<<"$states") == "$1" ]] && grep -q '^True/Preempted$' <<<"$states"
 }
 
-# readmitted N waits until N workloads are admitted and one of them was
-# preempted before: the preempted one is admitted again.
-readmitted() {
-	local states
-	for _ in $(seq 40); do
-		states=$(kubectl get wl -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Admitted")].status}/{.status.conditions[?(@.type=="Preempted")].type}{"\n"}{end}')
-		if [[ $(grep -c '^True/' <<<"$states") == "$1" ]] && grep -q '^True/Preempted$' <<<"$states"; then
-			return 0
-		fi
-		sleep 0.25
-	done
-	echo "demo: the preempted workload was not admitted again" >&2
-	return 1
-}
+# readmitted N waits until the preempted workload is admitted again.
+readmitted() { poll "the preempted workload's new admission" readmission "$1"; }
 
 # why JOB prints why the job's Workload waits.
 why() {
-	local wl
-	wl=$(kubectl get wl -o jsonpath="{.items[?(@.metadata.ownerReferences[0].name==\"$1\")].metadata.name}")
-	echo "$1 waits: $(kubectl get wl "$wl" -o jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].message}')"
+	echo "$1 waits: $(kubectl get wl "$(workload_of "$1")" -o jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].message}')"
 }
 
 "$ROOT/hack/local-up.sh"

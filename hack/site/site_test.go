@@ -173,42 +173,42 @@ func readPage(t *testing.T, slug string) string {
 	return string(b)
 }
 
-// A condition type or reason added to the API and not to the page that
-// explains them fails here.
-func TestObservingExplainsEveryConditionAndReason(t *testing.T) {
-	page := readPage(t, "observing")
+// namesConstants fails the test unless the page names, in backquotes, the
+// value of every string constant of the API's constants.go that want
+// picks by name; at least min of them, so that a renamed file or prefix
+// cannot make the check pass empty.
+func namesConstants(t *testing.T, slug string, want func(name string) bool, min int) {
+	t.Helper()
+	page := readPage(t, slug)
 	n := 0
 	for name, value := range constants(t, filepath.Join(repoRoot, "apis", "berth", "v1alpha1", "constants.go")) {
-		if strings.HasSuffix(name, "Label") || strings.HasSuffix(name, "Annotation") {
+		if !want(name) {
 			continue
 		}
 		n++
 		if !strings.Contains(page, "`"+value+"`") {
-			t.Errorf("observing.md does not name %s (`%s`)", name, value)
+			t.Errorf("%s.md does not name %s (`%s`)", slug, name, value)
 		}
 	}
-	if n < 20 {
-		t.Errorf("found %d condition types and reasons in constants.go, want them all (at least 20)", n)
+	if n < min {
+		t.Errorf("found %d such constants in constants.go, want them all (at least %d)", n, min)
 	}
+}
+
+func isLabel(name string) bool {
+	return strings.HasSuffix(name, "Label") || strings.HasSuffix(name, "Annotation")
+}
+
+// A condition type or reason added to the API and not to the page that
+// explains them fails here.
+func TestObservingExplainsEveryConditionAndReason(t *testing.T) {
+	namesConstants(t, "observing", func(name string) bool { return !isLabel(name) }, 20)
 }
 
 // Every label and annotation a user puts on a job, or finds on its pods, is
 // explained where running jobs is.
 func TestRunningJobsExplainsEveryLabel(t *testing.T) {
-	page := readPage(t, "running-jobs")
-	n := 0
-	for name, value := range constants(t, filepath.Join(repoRoot, "apis", "berth", "v1alpha1", "constants.go")) {
-		if !strings.HasSuffix(name, "Label") && !strings.HasSuffix(name, "Annotation") {
-			continue
-		}
-		n++
-		if !strings.Contains(page, "`"+value+"`") {
-			t.Errorf("running-jobs.md does not name %s (`%s`)", name, value)
-		}
-	}
-	if n < 5 {
-		t.Errorf("found %d labels and annotations in constants.go, want them all (at least 5)", n)
-	}
+	namesConstants(t, "running-jobs", isLabel, 5)
 }
 
 // The columns the page lists are the ones kubectl shows, which the CRDs

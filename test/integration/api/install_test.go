@@ -8,12 +8,15 @@ import (
 	"slices"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -22,17 +25,18 @@ import (
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
 
-// install is config/default rendered by the real kubectl's kustomize, by
+// install is a kustomization rendered by the real kubectl's kustomize, by
 // kind and name.
-type install map[string][]byte
+type install map[string]*unstructured.Unstructured
 
+// get converts the object of that kind and name into into, strictly.
 func (in install) get(t *testing.T, kind, name string, into any) {
 	t.Helper()
-	data, ok := in[kind+"/"+name]
+	obj, ok := in[kind+"/"+name]
 	if !ok {
-		t.Fatalf("config/default has no %s %s", kind, name)
+		t.Fatalf("the kustomization has no %s %s", kind, name)
 	}
-	if err := yaml.UnmarshalStrict(data, into); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, into, true); err != nil {
 		t.Fatalf("%s %s: %v", kind, name, err)
 	}
 }
@@ -47,13 +51,13 @@ func renderInstall(ctx context.Context, t *testing.T, dir string) ([]byte, insta
 	if err != nil {
 		t.Fatalf("kubectl kustomize config/%s: %v\n%s", dir, err, stderr.String())
 	}
+	objs, err := apiserver.DecodeManifests(out)
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := install{}
-	for doc := range bytes.SplitSeq(out, []byte("\n---\n")) {
-		var meta metav1.PartialObjectMetadata
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatal(err)
-		}
-		in[meta.Kind+"/"+meta.Name] = doc
+	for _, obj := range objs {
+		in[obj.GetKind()+"/"+obj.GetName()] = obj
 	}
 	return out, in
 }
@@ -111,25 +115,16 @@ func TestInstallManifests(t *testing.T) {
 	}
 	icm := cfg.InternalCertManagement
 
-	var hook struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-		Webhooks []struct {
-			Name         string `json:"name"`
-			ClientConfig struct {
-				Service struct{ Name, Namespace, Path string } `json:"service"`
-			} `json:"clientConfig"`
-			ObjectSelector *metav1.LabelSelector `json:"objectSelector"`
-		} `json:"webhooks"`
-	}
-	if data, ok := in["MutatingWebhookConfiguration/"+icm.MutatingWebhookConfigurationName]; !ok {
+	var hook admissionregistrationv1.MutatingWebhookConfiguration
+	if _, ok := in["MutatingWebhookConfiguration/"+icm.MutatingWebhookConfigurationName]; !ok {
 		t.Errorf("config/default has no MutatingWebhookConfiguration %s, the one the controller writes its CA into", icm.MutatingWebhookConfigurationName)
-	} else if err := yaml.Unmarshal(data, &hook); err != nil {
-		t.Fatal(err)
+	} else {
+		in.get(t, "MutatingWebhookConfiguration", icm.MutatingWebhookConfigurationName, &hook)
 	}
 	queued, unqueued := labels.Set{berthv1alpha1.QueueNameLabel: "training"}, labels.Set{"app": "other"}
 	for _, w := range hook.Webhooks {
-		if s := w.ClientConfig.Service; s.Name != icm.WebhookServiceName || s.Namespace != icm.WebhookServiceNamespace {
-			t.Errorf("webhook %s calls Service %s/%s, but the controller's certificate is for %s/%s", w.Name, s.Namespace, s.Name, icm.WebhookServiceNamespace, icm.WebhookServiceName)
+		if s := w.ClientConfig.Service; s == nil || s.Name != icm.WebhookServiceName || s.Namespace != icm.WebhookServiceNamespace {
+			t.Errorf("webhook %s calls %+v, but the controller's certificate is for the Service %s/%s", w.Name, w.ClientConfig, icm.WebhookServiceNamespace, icm.WebhookServiceName)
 		}
 		// Berth leaves unlabelled jobs alone unless told otherwise, so an
 		// unreachable controller must not hold them up.

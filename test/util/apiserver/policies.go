@@ -112,6 +112,16 @@ func ReadManifests(file string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	objs, err := DecodeManifests(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return objs, nil
+}
+
+// DecodeManifests decodes the objects of a multi-document YAML stream,
+// skipping empty documents.
+func DecodeManifests(data []byte) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
@@ -120,14 +130,14 @@ func ReadManifests(file string) ([]*unstructured.Unstructured, error) {
 			return objs, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", file, err)
+			return nil, fmt.Errorf("reading: %w", err)
 		}
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
 		obj, err := decode(doc)
 		if err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", file, err)
+			return nil, fmt.Errorf("decoding: %w", err)
 		}
 		if obj.Object != nil {
 			objs = append(objs, obj)

@@ -1,10 +1,8 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
 
 // The service account Berth's controller runs as, in the namespace where it
@@ -41,43 +38,24 @@ func (s *Server) ControllerConfig(ctx context.Context) (*rest.Config, error) {
 }
 
 func (s *Server) bindControllerRole(ctx context.Context) error {
-	data, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "rbac", "role.yaml"))
+	roles, err := ReadManifests(filepath.Join(RepoRoot(), "config", "rbac", "role.yaml"))
 	if err != nil {
 		return err
 	}
-	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: controllerServiceAccount, Namespace: controllerNamespace}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: controllerServiceAccount, Namespace: controllerNamespace}}
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}}
-	for doc := range bytes.SplitSeq(data, []byte("\n---\n")) {
-		var meta metav1.PartialObjectMetadata
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return err
-		}
-		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: meta.Kind, Name: meta.Name}
-		switch meta.Kind {
+	for _, role := range roles {
+		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: role.GetKind(), Name: role.GetName()}
+		switch role.GetKind() {
 		case "ClusterRole":
-			role := &rbacv1.ClusterRole{}
-			if err := yaml.UnmarshalStrict(doc, role); err != nil {
-				return err
-			}
-			objs = append(objs, role, &rbacv1.ClusterRoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-				RoleRef:    ref, Subjects: []rbacv1.Subject{subject},
-			})
+			objs = append(objs, role, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.GetName()}, RoleRef: ref, Subjects: subjects})
 		case "Role":
-			role := &rbacv1.Role{}
-			if err := yaml.UnmarshalStrict(doc, role); err != nil {
-				return err
-			}
-			objs = append(objs, role, &rbacv1.RoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: role.Namespace},
-				RoleRef:    ref, Subjects: []rbacv1.Subject{subject},
-			})
-		case "":
+			objs = append(objs, role, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.GetName(), Namespace: role.GetNamespace()}, RoleRef: ref, Subjects: subjects})
 		default:
-			return fmt.Errorf("config/rbac/role.yaml: unexpected kind %s", meta.Kind)
+			return fmt.Errorf("config/rbac/role.yaml: unexpected kind %s", role.GetKind())
 		}
 	}
-	if len(objs) < 3 {
+	if len(roles) == 0 {
 		return fmt.Errorf("config/rbac/role.yaml holds no role")
 	}
 	for _, obj := range objs {
