@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // Field indexes on the informer caches, so that reconcilers list what they
@@ -58,16 +59,20 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// localQueueIndex indexes Workloads by "namespace/spec.queueName" on the
-// Workload informer itself.
+// localQueueIndex indexes the Workloads that have not finished by
+// "namespace/spec.queueName", on the Workload informer itself.
 const localQueueIndex = "berth.dev/local-queue"
 
 // workloadsOfQueue calls f with each Workload of the LocalQueue
 // namespace/name, read-only: QueueWorkloads.Each.
 type workloadsOfQueue func(namespace, name string, f func(*berthv1alpha1.Workload)) error
 
-// QueueWorkloads finds the Workloads that name a LocalQueue in the Workload
-// informer's own index. A cached List copies each Workload into the list
+// QueueWorkloads finds the unfinished Workloads that name a LocalQueue in
+// the Workload informer's own index. Finished Workloads stay until their
+// jobs are deleted, often for days, and neither of its readers wants them
+// (a queue's counts, and requeueing a queue's workloads): they leave the
+// index when they finish, so that a queue's recount costs what it holds
+// now, not every workload it ever ran. A cached List copies each Workload into the list
 // it returns; counting a busy queue's workloads that way every second was
 // a tenth of the controller's allocations in the perf baseline. These are
 // the informer's objects: read them, never change them.
@@ -99,7 +104,7 @@ func NewQueueWorkloads(ctx context.Context, informers ctrlcache.Informers) (*Que
 func newQueueWorkloads(inf indexedInformer) (*QueueWorkloads, error) {
 	err := inf.AddIndexers(toolscache.Indexers{localQueueIndex: func(obj any) ([]string, error) {
 		wl, ok := obj.(*berthv1alpha1.Workload)
-		if !ok || wl.Spec.QueueName == "" {
+		if !ok || wl.Spec.QueueName == "" || workload.IsFinished(wl) {
 			return nil, nil
 		}
 		return []string{wl.Namespace + "/" + string(wl.Spec.QueueName)}, nil
@@ -110,7 +115,8 @@ func newQueueWorkloads(inf indexedInformer) (*QueueWorkloads, error) {
 	return &QueueWorkloads{indexer: inf.GetIndexer()}, nil
 }
 
-// Each calls f with every Workload that names the LocalQueue namespace/name.
+// Each calls f with every unfinished Workload that names the LocalQueue
+// namespace/name.
 func (q *QueueWorkloads) Each(namespace, name string, f func(*berthv1alpha1.Workload)) error {
 	objs, err := q.indexer.ByIndex(localQueueIndex, namespace+"/"+name)
 	if err != nil {

@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // QueueWorkloads finds a LocalQueue's workloads in the informer's store,
@@ -67,5 +69,20 @@ func TestQueueWorkloadsFollowsTheInformer(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"a", "c"}, of("team-a", "other")); diff != "" {
 		t.Errorf("team-a/other (-want +got):\n%s", diff)
+	}
+
+	// A workload leaves the index when it finishes, and is not indexed
+	// when it arrives finished (a restart).
+	finished := moved.DeepCopy()
+	workload.SetCondition(finished, berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, "Succeeded", "")
+	if err := store.Update(finished); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Add(utiltesting.MakeWorkload("f", "team-a").Queue("other").
+		Condition(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, "Succeeded", 0).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"c"}, of("team-a", "other")); diff != "" {
+		t.Errorf("team-a/other after a finished and f arrived finished (-want +got):\n%s", diff)
 	}
 }
