@@ -18,10 +18,14 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, erro
 		return cache.Options{}, err
 	}
 	// Workloads change several times each within seconds of a busy
-	// cluster: their watch decodes in one pass, and skips the managed
-	// fields the transform below would drop.
+	// cluster, and every queue's status is rewritten every few seconds
+	// while its counts change, each write coming back as an event: their
+	// watches decode in one pass, and skip the managed fields the
+	// transform below would drop.
 	newInformer, err := fastwatch.NewInformer(cfg, httpClient, scheme,
-		fastwatch.For[berthv1alpha1.Workload]("workloads").WithoutManagedFields())
+		fastwatch.For[berthv1alpha1.Workload]("workloads").WithoutManagedFields(),
+		fastwatch.For[berthv1alpha1.ClusterQueue]("clusterqueues").WithoutManagedFields(),
+		fastwatch.For[berthv1alpha1.LocalQueue]("localqueues").WithoutManagedFields())
 	if err != nil {
 		return cache.Options{}, err
 	}

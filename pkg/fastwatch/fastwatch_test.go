@@ -157,6 +157,85 @@ func TestDecodesAsClientGoDoes(t *testing.T) {
 	}
 }
 
+// queueSamples are a ClusterQueue and a LocalQueue with every field set,
+// status and managed fields included.
+func queueSamples() (*berthv1alpha1.ClusterQueue, *berthv1alpha1.LocalQueue) {
+	meta := func(kind, namespace, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
+		at := metav1.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+		return metav1.TypeMeta{Kind: kind, APIVersion: berthv1alpha1.GroupVersion.String()}, metav1.ObjectMeta{
+			Name: name, Namespace: namespace, UID: "6a1f0a3e", ResourceVersion: "77", Generation: 3, CreationTimestamp: at,
+			Labels: map[string]string{"team": "vision"}, Finalizers: []string{"berth.dev/resource-in-use"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "berth", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "berth.dev/v1alpha1", Time: &at, FieldsType: "FieldsV1", Subresource: "status",
+				FieldsV1: metav1.NewFieldsV1(`{"f:status":{".":{},"f:pendingWorkloads":{}}}`)}},
+		}
+	}
+	conditions := []metav1.Condition{{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionTrue, ObservedGeneration: 3,
+		LastTransitionTime: metav1.Date(2026, 11, 30, 9, 0, 1, 0, time.UTC), Reason: berthv1alpha1.ReasonReady, Message: "Can admit new workloads"}}
+	usage := []berthv1alpha1.ResourceUsage{{Name: "nvidia.com/gpu", Total: resource.MustParse("24"), Borrowed: resource.MustParse("8")}}
+
+	cq := &berthv1alpha1.ClusterQueue{
+		Spec: berthv1alpha1.ClusterQueueSpec{
+			ResourceGroups: berthv1alpha1.ResourceGroups{{
+				CoveredResources: []corev1.ResourceName{"cpu", "nvidia.com/gpu"},
+				Flavors: []berthv1alpha1.FlavorQuotas{{Name: "h100", Resources: []berthv1alpha1.ResourceQuota{
+					{Name: "cpu", NominalQuota: resource.MustParse("96"), BorrowingLimit: ptr.To(resource.MustParse("32")), LendingLimit: ptr.To(resource.MustParse("500m"))},
+					{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("16")},
+				}}},
+			}},
+			CohortName:        "research",
+			QueueingStrategy:  berthv1alpha1.BestEffortFIFO,
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"vision", "nlp"}}}},
+			Preemption: berthv1alpha1.ClusterQueuePreemption{
+				WithinClusterQueue: berthv1alpha1.PreemptionPolicyLowerPriority, ReclaimWithinCohort: berthv1alpha1.PreemptionPolicyAny,
+				BorrowWithinCohort: berthv1alpha1.BorrowWithinCohort{Policy: berthv1alpha1.PreemptionPolicyLowerPriority, MaxPriorityThreshold: ptr.To[int32](100)},
+			},
+			FlavorFungibility: berthv1alpha1.FlavorFungibility{WhenCanBorrow: berthv1alpha1.MayStopSearch, WhenCanPreempt: berthv1alpha1.TryNextFlavor},
+			StopPolicy:        berthv1alpha1.None,
+			SchedulerName:     "berth-scheduler",
+		},
+		Status: berthv1alpha1.ClusterQueueStatus{
+			Conditions: conditions, PendingWorkloads: 7, ReservingWorkloads: 3, AdmittedWorkloads: 3,
+			FlavorsReservation: []berthv1alpha1.FlavorUsage{{Name: "h100", Resources: usage}},
+			FlavorsUsage:       []berthv1alpha1.FlavorUsage{{Name: "h100", Resources: usage}},
+		},
+	}
+	cq.TypeMeta, cq.ObjectMeta = meta("ClusterQueue", "", "team-a")
+	lq := &berthv1alpha1.LocalQueue{
+		Spec: berthv1alpha1.LocalQueueSpec{ClusterQueue: "team-a", StopPolicy: berthv1alpha1.Hold},
+		Status: berthv1alpha1.LocalQueueStatus{
+			Conditions: conditions, PendingWorkloads: 2, ReservingWorkloads: 1, AdmittedWorkloads: 1,
+			FlavorsUsage: []berthv1alpha1.LocalQueueFlavorUsage{{Name: "h100", Resources: usage}},
+		},
+	}
+	lq.TypeMeta, lq.ObjectMeta = meta("LocalQueue", "team-a", "main")
+	return cq, lq
+}
+
+// The queues' watches decode as client-go does too.
+func TestQueuesDecodeAsClientGoDoes(t *testing.T) {
+	cq, lq := queueSamples()
+	for _, tc := range []struct {
+		obj    runtime.Object
+		decode func([]byte) (watch.Event, error)
+	}{
+		{cq, decode[berthv1alpha1.ClusterQueue]},
+		{lq, decode[berthv1alpha1.LocalQueue]},
+	} {
+		data := line(t, watch.Added, tc.obj) + line(t, watch.Modified, tc.obj)
+		want := clientGoEvents(t, data)
+		got := events(newStream(io.NopCloser(strings.NewReader(data)), tc.decode))
+		if len(got) != len(want) {
+			t.Fatalf("%T: got %d events, client-go decodes %d", tc.obj, len(got), len(want))
+		}
+		for i := range want {
+			if !equality.Semantic.DeepEqual(got[i], want[i]) {
+				t.Errorf("%T: event %d differs from client-go's (-client-go +fastwatch):\n%s", tc.obj, i, cmp.Diff(want[i], got[i]))
+			}
+		}
+	}
+}
+
 // eventful is a kind whose Object field json v2 would decode otherwise than
 // the API machinery: its numbers as float64.
 type eventful struct {
