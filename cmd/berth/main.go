@@ -56,8 +56,7 @@ func run(configFile string) error {
 	if err := controller.AddToScheme(scheme, cfg.Integrations.Frameworks); err != nil {
 		return err
 	}
-	restConfig := ctrl.GetConfigOrDie()
-	restConfig.QPS, restConfig.Burst = cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst)
+	restConfig := controller.ClientConfig(ctrl.GetConfigOrDie(), cfg.ClientConnection)
 
 	var certsMgr *certs.Manager
 	var tlsOpts []func(*tls.Config)
