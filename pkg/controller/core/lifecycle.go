@@ -98,12 +98,24 @@ func statusCopy(wl *berthv1alpha1.Workload) *berthv1alpha1.Workload {
 }
 
 // patchStatus writes patched's status over orig's, failing if orig is not
-// the latest version. The patch is the difference of the statuses alone,
-// and the API server answers with the object's metadata alone: the caller
-// has the rest, and a whole Workload encoded, sent and decoded on every
-// admission costs both sides more than the write itself. patched gets the
-// new resourceVersion.
+// the latest version. The API server answers with the object's metadata
+// alone: the caller has the rest, and a whole Workload encoded, sent and
+// decoded on every admission costs both sides more than the write itself.
+// patched gets the new resourceVersion. Through a client made by
+// WithStatusPut the write is a PUT of patched; otherwise it is a patch of
+// the difference of the statuses alone.
 func patchStatus(ctx context.Context, c client.Client, orig, patched *berthv1alpha1.Workload) error {
+	if p, ok := c.(*statusPutClient); ok {
+		if patched.ResourceVersion != orig.ResourceVersion {
+			return fmt.Errorf("workload %s: the status to write is of version %s, not %s", workload.Key(orig), patched.ResourceVersion, orig.ResourceVersion)
+		}
+		rv, err := p.putStatus(ctx, patched)
+		if err != nil {
+			return err
+		}
+		patched.ResourceVersion = rv
+		return nil
+	}
 	data, err := statusPatch(orig.ResourceVersion, &orig.Status, &patched.Status)
 	if err != nil {
 		return err

@@ -78,6 +78,7 @@ func startManager() error {
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		MapperProvider:         controller.NewRESTMapper,
+		NewClient:              controller.NewClient,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
