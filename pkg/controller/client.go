@@ -35,6 +35,13 @@ func ClientConfig(base *rest.Config, cc configv1alpha1.ClientConnection) *rest.C
 // controller-runtime's, with Workload status writes sent as PUTs
 // (core.WithStatusPut) over the manager's HTTP client.
 func NewClient(cfg *rest.Config, opts client.Options) (client.Client, error) {
+	if opts.HTTPClient == nil {
+		httpClient, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts.HTTPClient = httpClient
+	}
 	c, err := client.New(cfg, opts)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/controller/core"
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
@@ -38,6 +39,8 @@ type record struct {
 	evictions       int
 	timer           *time.Timer
 	periods         []Period
+	// latest is the workload as last observed, the informer's object.
+	latest *berthv1alpha1.Workload
 }
 
 // everAdmitted reports whether the workload was admitted at least once.
@@ -97,12 +100,16 @@ func (r *Recorder) observe(obj any) {
 		return
 	}
 	now := time.Since(r.start)
-	running := workload.IsAdmitted(wl) && wl.Status.Admission != nil && !workload.IsEvicted(wl) && !workload.IsFinished(wl)
+	running := runs(wl)
 	key := client.ObjectKeyFromObject(wl)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec := r.records[key]
-	if rec == nil || rec.finishing || rec.finished {
+	if rec == nil {
+		return
+	}
+	rec.latest = wl
+	if rec.finishing || rec.finished {
 		return
 	}
 	switch {
@@ -113,18 +120,26 @@ func (r *Recorder) observe(obj any) {
 		}
 		rec.timer = time.AfterFunc(rec.planned.Runtime, func() { r.finish(key, rec) })
 	case !running && rec.admitted:
-		// Evicted: a job would stop its pods now; it runs its whole
-		// runtime again once admitted again.
-		rec.timer.Stop()
-		rec.admitted = false
-		rec.evictions++
-		rec.periods = append(rec.periods, Period{Start: rec.admittedAt, End: now, Milli: rec.planned.RequestMilli})
+		rec.evicted(now)
 	}
 }
 
+// runs reports whether wl is admitted and neither evicted nor finished.
+func runs(wl *berthv1alpha1.Workload) bool {
+	return workload.IsAdmitted(wl) && wl.Status.Admission != nil && !workload.IsEvicted(wl) && !workload.IsFinished(wl)
+}
+
+// evicted records that the admitted workload was evicted: a job would
+// stop its pods now, and run its whole runtime again once admitted again.
+func (rec *record) evicted(now time.Duration) {
+	rec.timer.Stop()
+	rec.admitted = false
+	rec.evictions++
+	rec.periods = append(rec.periods, Period{Start: rec.admittedAt, End: now, Milli: rec.planned.RequestMilli})
+}
+
 // finishPatch is a JSON patch that appends Finished=True to a workload's
-// conditions: one write, with no read and no conflict with the
-// controller's writes to other conditions.
+// conditions: the calibration's Finished write, with no read.
 func finishPatch() []byte {
 	cond := metav1.Condition{
 		Type: berthv1alpha1.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded",
@@ -144,7 +159,10 @@ func workloadMeta(namespace, name string) *metav1.PartialObjectMetadata {
 	return m
 }
 
-// finish marks the workload finished (finishPatch).
+// finish marks the workload finished as Berth's job integrations do
+// (core.Finish): a write of its status bound to the version last observed.
+// When that version is outdated it waits for the newer one, and gives up
+// if the workload was evicted meanwhile.
 func (r *Recorder) finish(key types.NamespacedName, rec *record) {
 	r.mu.Lock()
 	if !rec.admitted || rec.finishing {
@@ -154,14 +172,21 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record) {
 	rec.finishing = true
 	r.mu.Unlock()
 
-	patch := finishPatch()
-	wl := workloadMeta(key.Namespace, key.Name)
 	var err error
-	for attempt := 0; attempt < 5 && r.ctx.Err() == nil; attempt++ {
-		if err = r.client.Status().Patch(r.ctx, wl, client.RawPatch(types.JSONPatchType, patch)); err == nil {
+	for attempt := 0; attempt < 50 && r.ctx.Err() == nil; attempt++ {
+		r.mu.Lock()
+		wl := rec.latest
+		if !runs(wl) {
+			rec.finishing = false
+			rec.evicted(time.Since(r.start))
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		if err = core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime"); err == nil {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	now := time.Since(r.start)
 

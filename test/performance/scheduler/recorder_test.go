@@ -9,7 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
@@ -70,3 +72,68 @@ func key(wl *berthv1alpha1.Workload) types.NamespacedName {
 }
 
 func ms(d time.Duration) string { return millis(d, true) }
+
+// TestRecorderFinishes: a workload is finished its runtime after its
+// admission was observed, with a write bound to the version observed; one
+// evicted before that write is not finished, and counts an eviction.
+func TestRecorderFinishes(t *testing.T) {
+	s := &Scenario{Workloads: []Planned{
+		{Namespace: "q0", Name: "runs", Runtime: time.Millisecond, RequestMilli: 1000},
+		{Namespace: "q0", Name: "evicted", Runtime: time.Hour, RequestMilli: 1000},
+	}}
+	scheme := runtime.NewScheme()
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admitted := func(name string) *berthv1alpha1.Workload {
+		wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "q0", Name: name}}
+		wl.Status.Admission = &berthv1alpha1.Admission{ClusterQueue: "q0"}
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Test"})
+		return wl
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&berthv1alpha1.Workload{}).
+		WithObjects(admitted("runs"), admitted("evicted")).Build()
+	observed := func(name string) *berthv1alpha1.Workload {
+		wl := &berthv1alpha1.Workload{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "q0", Name: name}, wl); err != nil {
+			t.Fatal(err)
+		}
+		return wl
+	}
+	r := NewRecorder(context.Background(), c, s)
+	r.Start(time.Now())
+	r.observe(observed("runs"))
+	r.observe(observed("evicted"))
+
+	// Evicted while its finish was due: the recorder missed the event.
+	evicted := observed("evicted")
+	r.mu.Lock()
+	rec := r.records[key(evicted)]
+	rec.timer.Stop()
+	meta.SetStatusCondition(&evicted.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"})
+	rec.latest = evicted
+	r.mu.Unlock()
+	r.finish(key(evicted), rec)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for !workloadFinished(observed("runs")) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !workloadFinished(observed("runs")) {
+		t.Fatal("the admitted workload was not finished after its runtime")
+	}
+	if workloadFinished(observed("evicted")) {
+		t.Error("the evicted workload was finished")
+	}
+	time.Sleep(10 * time.Millisecond)
+	if got, want := r.Counts(), (Counts{Created: 1, Admitted: 2, Finished: 1, Evictions: 1}); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+	if len(r.errs) > 0 {
+		t.Errorf("errors: %v", r.errs)
+	}
+}
+
+func workloadFinished(wl *berthv1alpha1.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1alpha1.WorkloadFinished)
+}

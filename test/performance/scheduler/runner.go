@@ -73,7 +73,8 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	log.Info("API server up", "version", server.Version, "host", server.Config.Host)
 
 	cfg := unlimited(server.Config)
-	c, err := client.New(cfg, client.Options{Scheme: server.Client.Scheme()})
+	// The controller's client: the Finished writes go as Berth's own do.
+	c, err := controller.NewClient(cfg, client.Options{Scheme: server.Client.Scheme()})
 	if err != nil {
 		return nil, err
 	}
