@@ -2,12 +2,9 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,7 +13,7 @@ import (
 )
 
 // The writes of a Workload's life cycle outside admission. Each is one
-// patch carrying the resourceVersion it was computed from.
+// write of its status, bound to the resourceVersion it was computed from.
 
 // Evict tells an admitted workload to stop: Evicted=True with reason. Its
 // quota is released when it is requeued, once its pods are stopped.
@@ -25,7 +22,7 @@ func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, rea
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, reason, message) {
 		return nil
 	}
-	return patchStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, wl, patched)
 }
 
 // Requeue releases an evicted workload's quota and queues it again:
@@ -33,7 +30,7 @@ func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, rea
 func Requeue(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload) error {
 	patched := statusCopy(wl)
 	setRequeued(patched)
-	return patchStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, wl, patched)
 }
 
 // setRequeued changes wl, evicted, into its requeued self.
@@ -65,7 +62,7 @@ func Finish(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, re
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, reason, message) {
 		return nil
 	}
-	return patchStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, wl, patched)
 }
 
 // SetPodsReady records whether all the workload's pods are ready.
@@ -78,7 +75,7 @@ func SetPodsReady(ctx context.Context, c client.Client, wl *berthv1alpha1.Worklo
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadPodsReady, status, reason, msg) {
 		return nil
 	}
-	return patchStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, wl, patched)
 }
 
 func setPriority(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, value int32) error {
@@ -88,7 +85,7 @@ func setPriority(ctx context.Context, c client.Client, wl *berthv1alpha1.Workloa
 }
 
 // statusCopy is a copy of wl whose status is its own, to be changed and
-// written with patchStatus. Its metadata and spec are wl's, shared: never
+// written with writeWorkloadStatus. Its metadata and spec are wl's, shared: never
 // change them through it. A deep copy of the whole Workload, pod templates
 // and all, was the largest allocation of an admission after the write.
 func statusCopy(wl *berthv1alpha1.Workload) *berthv1alpha1.Workload {
@@ -97,18 +94,18 @@ func statusCopy(wl *berthv1alpha1.Workload) *berthv1alpha1.Workload {
 	return &c
 }
 
-// patchStatus writes patched's status over orig's, failing if orig is not
-// the latest version. The API server answers with the object's metadata
-// alone: the caller has the rest, and a whole Workload encoded, sent and
-// decoded on every admission costs both sides more than the write itself.
-// patched gets the new resourceVersion. Through a client made by
-// WithStatusPut the write is a PUT of patched; otherwise it is a patch of
-// the difference of the statuses alone.
-func patchStatus(ctx context.Context, c client.Client, orig, patched *berthv1alpha1.Workload) error {
+// writeWorkloadStatus writes patched's status over orig's, failing if
+// orig is not the latest version: through a client made by WithStatusPut,
+// a PUT of patched answered with the object's metadata alone (the caller
+// has the rest, and a whole Workload encoded, sent and decoded on every
+// admission costs both sides more than the write itself); through another
+// client, the fake client of unit tests, an update of a copy of patched.
+// patched gets the new resourceVersion.
+func writeWorkloadStatus(ctx context.Context, c client.Client, orig, patched *berthv1alpha1.Workload) error {
+	if patched.ResourceVersion != orig.ResourceVersion {
+		return fmt.Errorf("workload %s: the status to write is of version %s, not %s", workload.Key(orig), patched.ResourceVersion, orig.ResourceVersion)
+	}
 	if p, ok := c.(*statusPutClient); ok {
-		if patched.ResourceVersion != orig.ResourceVersion {
-			return fmt.Errorf("workload %s: the status to write is of version %s, not %s", workload.Key(orig), patched.ResourceVersion, orig.ResourceVersion)
-		}
 		rv, err := p.putStatus(ctx, patched)
 		if err != nil {
 			return err
@@ -116,57 +113,12 @@ func patchStatus(ctx context.Context, c client.Client, orig, patched *berthv1alp
 		patched.ResourceVersion = rv
 		return nil
 	}
-	data, err := statusPatch(orig.ResourceVersion, &orig.Status, &patched.Status)
-	if err != nil {
+	// A copy: the client decodes its answer into it, and patched shares
+	// its metadata and spec with the cached object.
+	obj := patched.DeepCopy()
+	if err := c.Status().Update(ctx, obj); err != nil {
 		return err
 	}
-	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: orig.Name, Namespace: orig.Namespace}}
-	meta.SetGroupVersionKind(berthv1alpha1.GroupVersion.WithKind("Workload"))
-	if err := c.Status().Patch(ctx, meta, client.RawPatch(types.MergePatchType, data)); err != nil {
-		return err
-	}
-	patched.ResourceVersion = meta.ResourceVersion
+	patched.ResourceVersion = obj.ResourceVersion
 	return nil
-}
-
-// statusPatch is the JSON merge patch from one status to another, bound to
-// resourceVersion rv. A field that changed is sent whole, or null when it
-// is gone: a merge patch replaces lists whole anyway, and a status field
-// that changes mostly appears or goes (an admission made, then taken
-// away). Only when an admission or requeue state changes in place does it
-// take the generic difference, which marshals both whole statuses, decodes
-// them again and compares them key by key: the largest allocation of an
-// admission.
-func statusPatch(rv string, from, to *berthv1alpha1.WorkloadStatus) ([]byte, error) {
-	if (from.Admission != nil && to.Admission != nil && !equality.Semantic.DeepEqual(from.Admission, to.Admission)) ||
-		(from.RequeueState != nil && to.RequeueState != nil && !equality.Semantic.DeepEqual(from.RequeueState, to.RequeueState)) {
-		return client.MergeFromWithOptions(
-			&berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}, Status: *from},
-			client.MergeFromWithOptimisticLock{},
-		).Data(&berthv1alpha1.Workload{Status: *to})
-	}
-	status := map[string]any{}
-	if !equality.Semantic.DeepEqual(from.Conditions, to.Conditions) {
-		status["conditions"] = nullIfEmpty(to.Conditions)
-	}
-	if !equality.Semantic.DeepEqual(from.Admission, to.Admission) {
-		status["admission"] = to.Admission
-	}
-	if !equality.Semantic.DeepEqual(from.RequeueState, to.RequeueState) {
-		status["requeueState"] = to.RequeueState
-	}
-	patch := map[string]any{"metadata": map[string]string{"resourceVersion": rv}}
-	if len(status) > 0 {
-		patch["status"] = status
-	}
-	return json.Marshal(patch)
-}
-
-// nullIfEmpty is conds, or nil (JSON null) when there are none, as the
-// status field omits them.
-func nullIfEmpty(conds []metav1.Condition) any {
-	if len(conds) == 0 {
-		return nil
-	}
-	return conds
 }
