@@ -1,8 +1,12 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -56,13 +60,57 @@ func (c *statusPutClient) putStatus(ctx context.Context, wl *berthv1alpha1.Workl
 	if err != nil {
 		return "", err
 	}
-	var answer struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
+	return resourceVersionOf(raw)
+}
+
+// resourceVersionOf reads metadata.resourceVersion from the JSON of an
+// object, and nothing after it. The API server writes the resourceVersion
+// before the managed fields, which are most of a Workload's metadata:
+// 2.3 µs against 10.8 µs to decode the answer with encoding/json
+// (BenchmarkResourceVersionOf), which in the perf baseline was a fifth of
+// the write's CPU.
+func resourceVersionOf(raw []byte) (string, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	// enter reads the opening brace of an object.
+	enter := func() error {
+		if tok, err := dec.ReadToken(); err != nil {
+			return err
+		} else if tok.Kind() != '{' {
+			return fmt.Errorf("got %v, want an object", tok.Kind())
+		}
+		return nil
 	}
-	if err := json.Unmarshal(raw, &answer); err != nil {
-		return "", err
+	// find reads the names and values of an object up to name's value.
+	find := func(name string) error {
+		for dec.PeekKind() == '"' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			if tok.String() == name {
+				return nil
+			}
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("no %q", name)
 	}
-	return answer.Metadata.ResourceVersion, nil
+	if err := enter(); err != nil {
+		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
+	}
+	if err := find("metadata"); err != nil {
+		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
+	}
+	if err := enter(); err != nil {
+		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
+	}
+	if err := find("resourceVersion"); err != nil {
+		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
+	}
+	tok, err := dec.ReadToken()
+	if err != nil || tok.Kind() != '"' || tok.String() == "" {
+		return "", fmt.Errorf("reading the answer's resourceVersion: %v is not a version (%v)", tok, err)
+	}
+	return tok.String(), nil
 }
