@@ -56,7 +56,8 @@ func run(configFile string) error {
 	if err := controller.AddToScheme(scheme, cfg.Integrations.Frameworks); err != nil {
 		return err
 	}
-	restConfig := controller.ClientConfig(ctrl.GetConfigOrDie(), cfg.ClientConnection)
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS, restConfig.Burst = cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst)
 
 	var certsMgr *certs.Manager
 	var tlsOpts []func(*tls.Config)

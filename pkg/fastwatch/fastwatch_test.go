@@ -2,7 +2,6 @@ package fastwatch
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -414,58 +413,4 @@ func TestCancelledContextEndsQuietly(t *testing.T) {
 	if got := events(s); len(got) != 1 || got[0].Type != watch.Added {
 		t.Errorf("got %v, want the added event and no error: the watch was cancelled, not broken", got)
 	}
-}
-
-// BenchmarkPerEventGzip measures what a client that accepts gzip costs on
-// a watch that began with a streamed list: the API server compresses each
-// event as a gzip stream of its own, and the client decompresses it
-// (controller.ClientConfig asks for none). Compare ns/event with
-// BenchmarkDecode's.
-func BenchmarkPerEventGzip(b *testing.B) {
-	const n = 1000
-	lines := make([][]byte, n)
-	for i := range lines {
-		lines[i] = []byte(line(b, watch.Modified, sample(fmt.Sprintf("wl-%d", i))))
-	}
-	// As the API server's watch writer does: a pooled writer reset for
-	// each event, flushed and closed at its end.
-	compress := func(dst *bytes.Buffer, zw *gzip.Writer) {
-		for _, l := range lines {
-			zw.Reset(dst)
-			if _, err := zw.Write(l); err != nil {
-				b.Fatal(err)
-			}
-			if err := zw.Flush(); err != nil {
-				b.Fatal(err)
-			}
-			if err := zw.Close(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.Run("gzip", func(b *testing.B) {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		for b.Loop() {
-			buf.Reset()
-			compress(&buf, zw)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-	})
-	b.Run("gunzip", func(b *testing.B) {
-		var buf bytes.Buffer
-		compress(&buf, gzip.NewWriter(&buf))
-		data := buf.Bytes()
-		b.ReportMetric(float64(len(data))/n, "gzip-bytes/event")
-		for b.Loop() {
-			zr, err := gzip.NewReader(bytes.NewReader(data))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if got, err := io.Copy(io.Discard, zr); err != nil || got < int64(n*len(lines[0])/2) {
-				b.Fatalf("read %d bytes: %v", got, err)
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-	})
 }

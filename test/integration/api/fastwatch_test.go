@@ -3,8 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -18,8 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
-	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/pkg/fastwatch"
 )
 
@@ -115,49 +111,5 @@ func expect(t *testing.T, seen <-chan string, want string) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the informer did not see %q within 20s", want)
-	}
-}
-
-// TestClientConfigAsksForNoGzip: the API server gzips each event of a
-// watch that begins with a streamed list for a client that accepts gzip,
-// as client-go's clients do by default; Berth's client does not ask for it
-// (controller.ClientConfig).
-func TestClientConfigAsksForNoGzip(t *testing.T) {
-	ctx := testContext(t)
-	gzipped := func(cfg *rest.Config) bool {
-		t.Helper()
-		httpClient, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, _, err := rest.DefaultServerUrlFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Path = "/apis/berth.dev/v1alpha1/workloads"
-		u.RawQuery = url.Values{
-			"watch": {"true"}, "sendInitialEvents": {"true"}, "resourceVersionMatch": {"NotOlderThan"},
-			"allowWatchBookmarks": {"true"}, "timeoutSeconds": {"5"},
-		}.Encode()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("watch: %s", resp.Status)
-		}
-		// The transport takes the gzip off itself, and says so.
-		return resp.Uncompressed || resp.Header.Get("Content-Encoding") == "gzip"
-	}
-	if !gzipped(server.Config) {
-		t.Error("a client-go client that accepts gzip got its watch uncompressed; the API server no longer gzips watch events and controller.ClientConfig's reason is gone")
-	}
-	if gzipped(controller.ClientConfig(server.Config, configv1alpha1.ClientConnection{QPS: 500, Burst: 1000})) {
-		t.Error("Berth's client got its watch gzipped")
 	}
 }

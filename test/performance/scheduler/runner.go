@@ -244,11 +244,8 @@ func readProcesses(berthPid int) map[string]Process {
 // watchWorkloads feeds rec from an informer on Workloads, started and
 // synced before it returns; it stops with ctx.
 func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec *Recorder) error {
-	// The controller's cache options, and its client's encoding (no gzip,
-	// controller.ClientConfig): the runner must not take more of the
-	// machine than a job integration, which runs in the controller, would.
-	cfg = rest.CopyConfig(cfg)
-	cfg.DisableCompression = true
+	// The controller's cache options: the runner must not take more of
+	// the machine than a job integration would.
 	opts, err := controller.CacheOptions(cfg, c.Scheme())
 	if err != nil {
 		return err
