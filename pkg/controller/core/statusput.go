@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
