@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -41,6 +42,10 @@ type record struct {
 	periods         []Period
 	// latest is the workload as last observed, the informer's object.
 	latest *berthv1alpha1.Workload
+	// admission counts the admissions observed; requeues is the
+	// workload's requeue count at the latest.
+	admission int
+	requeues  int32
 }
 
 // everAdmitted reports whether the workload was admitted at least once.
@@ -109,18 +114,28 @@ func (r *Recorder) observe(obj any) {
 		return
 	}
 	rec.latest = wl
-	if rec.finishing || rec.finished {
+	if rec.finished {
 		return
 	}
-	switch {
-	case running && !rec.admitted:
-		rec.admitted, rec.admittedAt = true, now
+	if workload.IsFinished(wl) && rec.admitted {
+		// The Finished write is seen before its answer came.
+		r.finished(rec, now)
+		return
+	}
+	// Evicted, and perhaps admitted again since: a job would stop its pods
+	// now, a Finished write under way included, and run its whole runtime
+	// again once admitted again.
+	if rec.admitted && (!running || requeues(wl) != rec.requeues) {
+		rec.evicted(now)
+	}
+	if running && !rec.admitted {
+		rec.admission++
+		rec.admitted, rec.admittedAt, rec.requeues = true, now, requeues(wl)
 		if rec.evictions == 0 {
 			rec.firstAdmittedAt = now
 		}
-		rec.timer = time.AfterFunc(rec.planned.Runtime, func() { r.finish(key, rec) })
-	case !running && rec.admitted:
-		rec.evicted(now)
+		admission := rec.admission
+		rec.timer = time.AfterFunc(rec.planned.Runtime, func() { r.finish(key, rec, admission) })
 	}
 }
 
@@ -129,11 +144,18 @@ func runs(wl *berthv1alpha1.Workload) bool {
 	return workload.IsAdmitted(wl) && wl.Status.Admission != nil && !workload.IsEvicted(wl) && !workload.IsFinished(wl)
 }
 
-// evicted records that the admitted workload was evicted: a job would
-// stop its pods now, and run its whole runtime again once admitted again.
+// requeues is how often wl was requeued after an eviction.
+func requeues(wl *berthv1alpha1.Workload) int32 {
+	if wl.Status.RequeueState == nil || wl.Status.RequeueState.Count == nil {
+		return 0
+	}
+	return *wl.Status.RequeueState.Count
+}
+
+// evicted records that the admitted workload was evicted.
 func (rec *record) evicted(now time.Duration) {
 	rec.timer.Stop()
-	rec.admitted = false
+	rec.admitted, rec.finishing = false, false
 	rec.evictions++
 	rec.periods = append(rec.periods, Period{Start: rec.admittedAt, End: now, Milli: rec.planned.RequestMilli})
 }
@@ -159,44 +181,76 @@ func workloadMeta(namespace, name string) *metav1.PartialObjectMetadata {
 	return m
 }
 
-// finish marks the workload finished as Berth's job integrations do
-// (core.Finish): a write of its status bound to the version last observed.
-// When that version is outdated it waits for the newer one, and gives up
-// if the workload was evicted meanwhile.
-func (r *Recorder) finish(key types.NamespacedName, rec *record) {
+// finish marks the workload finished, if it still runs its admission-th
+// admission, as Berth's job integrations do (core.Finish): a write of its
+// status bound to the version last observed. When the API server has a
+// newer version it waits for the watch to bring it: the workload was
+// evicted, most likely, and then the eviction ends the finish.
+func (r *Recorder) finish(key types.NamespacedName, rec *record, admission int) {
 	r.mu.Lock()
-	if !rec.admitted || rec.finishing {
+	if !rec.admitted || rec.finishing || rec.admission != admission {
 		r.mu.Unlock()
 		return
 	}
 	rec.finishing = true
 	r.mu.Unlock()
+	// current is the version to write from, while the finish is still due.
+	current := func() *berthv1alpha1.Workload {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !rec.finishing || rec.admission != admission {
+			return nil
+		}
+		if !runs(rec.latest) {
+			rec.evicted(time.Since(r.start))
+			return nil
+		}
+		return rec.latest
+	}
 
 	var err error
-	for attempt := 0; attempt < 50 && r.ctx.Err() == nil; attempt++ {
-		r.mu.Lock()
-		wl := rec.latest
-		if !runs(wl) {
-			rec.finishing = false
-			rec.evicted(time.Since(r.start))
-			r.mu.Unlock()
+	for failures := 0; failures < 5 && r.ctx.Err() == nil; {
+		wl := current()
+		if wl == nil {
 			return
 		}
-		r.mu.Unlock()
 		if err = core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime"); err == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		if !apierrors.IsConflict(err) {
+			failures++
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for r.ctx.Err() == nil {
+			if newer := current(); newer == nil || newer.ResourceVersion != wl.ResourceVersion {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	now := time.Since(r.start)
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if rec.finished || !rec.finishing || rec.admission != admission {
+		return
+	}
+	if err == nil {
+		err = r.ctx.Err()
+	}
 	if err != nil {
+		rec.finishing = false
 		r.errs = append(r.errs, fmt.Errorf("finishing %s: %w", key, err))
 		return
 	}
-	rec.finished, rec.finishedAt = true, now
+	r.finished(rec, now)
+}
+
+// finished records that the running workload finished. Call it locked.
+func (r *Recorder) finished(rec *record, now time.Duration) {
+	rec.timer.Stop()
+	rec.finished, rec.finishing, rec.finishedAt = true, false, now
 	rec.periods = append(rec.periods, Period{Start: rec.admittedAt, End: now, Milli: rec.planned.RequestMilli})
 	r.remaining--
 	if r.remaining == 0 {

@@ -80,6 +80,7 @@ func TestRecorderFinishes(t *testing.T) {
 	s := &Scenario{Workloads: []Planned{
 		{Namespace: "q0", Name: "runs", Runtime: time.Millisecond, RequestMilli: 1000},
 		{Namespace: "q0", Name: "evicted", Runtime: time.Hour, RequestMilli: 1000},
+		{Namespace: "q0", Name: "raced", Runtime: time.Hour, RequestMilli: 1000},
 	}}
 	scheme := runtime.NewScheme()
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
@@ -92,7 +93,7 @@ func TestRecorderFinishes(t *testing.T) {
 		return wl
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&berthv1alpha1.Workload{}).
-		WithObjects(admitted("runs"), admitted("evicted")).Build()
+		WithObjects(admitted("runs"), admitted("evicted"), admitted("raced")).Build()
 	observed := func(name string) *berthv1alpha1.Workload {
 		wl := &berthv1alpha1.Workload{}
 		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "q0", Name: name}, wl); err != nil {
@@ -113,7 +114,35 @@ func TestRecorderFinishes(t *testing.T) {
 	meta.SetStatusCondition(&evicted.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"})
 	rec.latest = evicted
 	r.mu.Unlock()
-	r.finish(key(evicted), rec)
+	r.finish(key(evicted), rec, rec.admission)
+
+	// Evicted on the API server after the recorder saw it admitted: the
+	// write conflicts, and the finish waits for the watch to bring the
+	// eviction.
+	raced := observed("raced")
+	r.observe(raced)
+	r.mu.Lock()
+	racedRec := r.records[key(raced)]
+	racedRec.timer.Stop()
+	r.mu.Unlock()
+	evictedRaced := raced.DeepCopy()
+	meta.SetStatusCondition(&evictedRaced.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"})
+	if err := c.Status().Update(context.Background(), evictedRaced); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		r.finish(key(raced), racedRec, racedRec.admission)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-finished:
+		t.Fatal("the finish ended before the eviction was observed")
+	default:
+	}
+	r.observe(observed("raced"))
+	<-finished
 
 	deadline := time.Now().Add(10 * time.Second)
 	for !workloadFinished(observed("runs")) && time.Now().Before(deadline) {
@@ -122,11 +151,11 @@ func TestRecorderFinishes(t *testing.T) {
 	if !workloadFinished(observed("runs")) {
 		t.Fatal("the admitted workload was not finished after its runtime")
 	}
-	if workloadFinished(observed("evicted")) {
-		t.Error("the evicted workload was finished")
+	if workloadFinished(observed("evicted")) || workloadFinished(observed("raced")) {
+		t.Error("an evicted workload was finished")
 	}
 	time.Sleep(10 * time.Millisecond)
-	if got, want := r.Counts(), (Counts{Created: 1, Admitted: 2, Finished: 1, Evictions: 1}); got != want {
+	if got, want := r.Counts(), (Counts{Created: 1, Admitted: 3, Finished: 1, Evictions: 2}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
 	if len(r.errs) > 0 {
