@@ -46,6 +46,9 @@ type record struct {
 	// workload's requeue count at the latest.
 	admission int
 	requeues  int32
+	// observed, when set, is closed at the next event: a finish waits on
+	// it for a newer version.
+	observed chan struct{}
 }
 
 // everAdmitted reports whether the workload was admitted at least once.
@@ -114,6 +117,10 @@ func (r *Recorder) observe(obj any) {
 		return
 	}
 	rec.latest = wl
+	if rec.observed != nil {
+		close(rec.observed)
+		rec.observed = nil
+	}
 	if rec.finished {
 		return
 	}
@@ -194,10 +201,26 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record, admission int) 
 	}
 	rec.finishing = true
 	r.mu.Unlock()
-	// current is the version to write from, while the finish is still due.
-	current := func() *berthv1alpha1.Workload {
+	// current is the version to write from, while the finish is still
+	// due. Given the version that conflicted, it waits for a newer one.
+	current := func(stale string) *berthv1alpha1.Workload {
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		for rec.finishing && rec.admission == admission && rec.latest.ResourceVersion == stale {
+			if rec.observed == nil {
+				rec.observed = make(chan struct{})
+			}
+			observed := rec.observed
+			r.mu.Unlock()
+			select {
+			case <-observed:
+			case <-r.ctx.Done():
+			}
+			r.mu.Lock()
+			if r.ctx.Err() != nil {
+				return nil
+			}
+		}
 		if !rec.finishing || rec.admission != admission {
 			return nil
 		}
@@ -209,25 +232,22 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record, admission int) 
 	}
 
 	var err error
+	stale := ""
 	for failures := 0; failures < 5 && r.ctx.Err() == nil; {
-		wl := current()
+		wl := current(stale)
 		if wl == nil {
 			return
 		}
 		if err = core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime"); err == nil {
 			break
 		}
-		if !apierrors.IsConflict(err) {
-			failures++
-			time.Sleep(100 * time.Millisecond)
+		stale = ""
+		if apierrors.IsConflict(err) {
+			stale = wl.ResourceVersion
 			continue
 		}
-		for r.ctx.Err() == nil {
-			if newer := current(); newer == nil || newer.ResourceVersion != wl.ResourceVersion {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		failures++
+		time.Sleep(100 * time.Millisecond)
 	}
 	now := time.Since(r.start)
 
