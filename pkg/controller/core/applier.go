@@ -48,7 +48,7 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 			workload.SetCondition(patched, typ, metav1.ConditionFalse, berthv1alpha1.ReasonAdmitted, msg)
 		}
 	}
-	if err := writeWorkloadStatus(ctx, a.client, wl, patched); err != nil {
+	if err := writeWorkloadStatus(ctx, a.client, patched); err != nil {
 		return nil, err
 	}
 	metrics.AdmittedWorkloads.WithLabelValues(string(admission.ClusterQueue)).Inc()
@@ -65,7 +65,7 @@ func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, r
 	if metav1.GetControllerOf(victim) == nil {
 		setRequeued(patched)
 	}
-	if err := writeWorkloadStatus(ctx, a.client, victim, patched); err != nil {
+	if err := writeWorkloadStatus(ctx, a.client, patched); err != nil {
 		return err
 	}
 	a.recorder.Eventf(victim, nil, corev1.EventTypeNormal, berthv1alpha1.ReasonPreempted, "Preempt", "%s", message)

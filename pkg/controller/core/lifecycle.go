@@ -22,7 +22,7 @@ func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, rea
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, reason, message) {
 		return nil
 	}
-	return writeWorkloadStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, patched)
 }
 
 // Requeue releases an evicted workload's quota and queues it again:
@@ -30,7 +30,7 @@ func Evict(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, rea
 func Requeue(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload) error {
 	patched := statusCopy(wl)
 	setRequeued(patched)
-	return writeWorkloadStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, patched)
 }
 
 // setRequeued changes wl, evicted, into its requeued self.
@@ -62,7 +62,7 @@ func Finish(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, re
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, reason, message) {
 		return nil
 	}
-	return writeWorkloadStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, patched)
 }
 
 // SetPodsReady records whether all the workload's pods are ready.
@@ -75,7 +75,7 @@ func SetPodsReady(ctx context.Context, c client.Client, wl *berthv1alpha1.Worklo
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadPodsReady, status, reason, msg) {
 		return nil
 	}
-	return writeWorkloadStatus(ctx, c, wl, patched)
+	return writeWorkloadStatus(ctx, c, patched)
 }
 
 func setPriority(ctx context.Context, c client.Client, wl *berthv1alpha1.Workload, value int32) error {
@@ -94,17 +94,14 @@ func statusCopy(wl *berthv1alpha1.Workload) *berthv1alpha1.Workload {
 	return &c
 }
 
-// writeWorkloadStatus writes patched's status over orig's, failing if
-// orig is not the latest version: through a client made by WithStatusPut,
-// a PUT of patched answered with the object's metadata alone (the caller
-// has the rest, and a whole Workload encoded, sent and decoded on every
-// admission costs both sides more than the write itself); through another
-// client, the fake client of unit tests, an update of a copy of patched.
-// patched gets the new resourceVersion.
-func writeWorkloadStatus(ctx context.Context, c client.Client, orig, patched *berthv1alpha1.Workload) error {
-	if patched.ResourceVersion != orig.ResourceVersion {
-		return fmt.Errorf("workload %s: the status to write is of version %s, not %s", workload.Key(orig), patched.ResourceVersion, orig.ResourceVersion)
-	}
+// writeWorkloadStatus writes patched's status, failing if patched (a
+// statusCopy) is not of the latest version: through a client made by
+// WithStatusPut, a PUT of patched answered with the object's metadata
+// alone (the caller has the rest, and a whole Workload encoded, sent and
+// decoded on every admission costs both sides more than the write itself);
+// through another client, the fake client of unit tests, an update of a
+// copy of patched. patched gets the new resourceVersion.
+func writeWorkloadStatus(ctx context.Context, c client.Client, patched *berthv1alpha1.Workload) error {
 	if p, ok := c.(*statusPutClient); ok {
 		rv, err := p.putStatus(ctx, patched)
 		if err != nil {

@@ -37,7 +37,7 @@ func TestWriteWorkloadStatus(t *testing.T) {
 	admitted := statusCopy(orig)
 	admitted.Status.Admission = utiltesting.MakeAdmission("cq").Obj()
 	workload.SetCondition(admitted, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, berthv1alpha1.ReasonQuotaReserved, "Quota reserved in ClusterQueue cq")
-	if err := writeWorkloadStatus(ctx, c, orig, admitted); err != nil {
+	if err := writeWorkloadStatus(ctx, c, admitted); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(before, orig); diff != "" {
@@ -56,7 +56,7 @@ func TestWriteWorkloadStatus(t *testing.T) {
 
 	evicted := statusCopy(orig)
 	workload.SetCondition(evicted, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, "stale")
-	if err := writeWorkloadStatus(ctx, c, orig, evicted); !apierrors.IsConflict(err) {
+	if err := writeWorkloadStatus(ctx, c, evicted); !apierrors.IsConflict(err) {
 		t.Errorf("a write from a stale version: %v, want a conflict", err)
 	}
 }

@@ -196,7 +196,7 @@ func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) err
 	}
 	patched := statusCopy(wl)
 	if workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, want.reason, msg) {
-		if err := writeWorkloadStatus(ctx, w.client, wl, patched); err != nil {
+		if err := writeWorkloadStatus(ctx, w.client, patched); err != nil {
 			return err
 		}
 	}

@@ -70,42 +70,26 @@ func (c *statusPutClient) putStatus(ctx context.Context, wl *berthv1alpha1.Workl
 // the write's CPU.
 func resourceVersionOf(raw []byte) (string, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
-	// enter reads the opening brace of an object.
-	enter := func() error {
-		if tok, err := dec.ReadToken(); err != nil {
-			return err
-		} else if tok.Kind() != '{' {
-			return fmt.Errorf("got %v, want an object", tok.Kind())
+	// Into each object of the path, up to the name's value.
+	for _, name := range []string{"metadata", "resourceVersion"} {
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+			return "", fmt.Errorf("reading the answer's resourceVersion: no object holds %q (%v)", name, err)
 		}
-		return nil
-	}
-	// find reads the names and values of an object up to name's value.
-	find := func(name string) error {
-		for dec.PeekKind() == '"' {
+		for {
+			if dec.PeekKind() != '"' {
+				return "", fmt.Errorf("reading the answer's resourceVersion: no %q", name)
+			}
 			tok, err := dec.ReadToken()
 			if err != nil {
-				return err
+				return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
 			}
 			if tok.String() == name {
-				return nil
+				break
 			}
 			if err := dec.SkipValue(); err != nil {
-				return err
+				return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
 			}
 		}
-		return fmt.Errorf("no %q", name)
-	}
-	if err := enter(); err != nil {
-		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
-	}
-	if err := find("metadata"); err != nil {
-		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
-	}
-	if err := enter(); err != nil {
-		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
-	}
-	if err := find("resourceVersion"); err != nil {
-		return "", fmt.Errorf("reading the answer's resourceVersion: %w", err)
 	}
 	tok, err := dec.ReadToken()
 	if err != nil || tok.Kind() != '"' || tok.String() == "" {

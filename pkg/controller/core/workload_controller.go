@@ -139,7 +139,7 @@ func (r *WorkloadReconciler) setInadmissible(ctx context.Context, wl *berthv1alp
 	if !workload.SetCondition(patched, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, msg) {
 		return nil
 	}
-	return writeWorkloadStatus(ctx, r.client, wl, patched)
+	return writeWorkloadStatus(ctx, r.client, patched)
 }
 
 // resolvePriority sets spec.priority from the workload's
