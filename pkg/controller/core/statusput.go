@@ -65,7 +65,7 @@ func (c *statusPutClient) putStatus(ctx context.Context, wl *berthv1alpha1.Workl
 // resourceVersionOf reads metadata.resourceVersion from the JSON of an
 // object, and nothing after it. The API server writes the resourceVersion
 // before the managed fields, which are most of a Workload's metadata:
-// 2.3 µs against 10.8 µs to decode the answer with encoding/json
+// 1.6 to 2.3 µs against 10.8 to 11.8 µs to decode the answer with encoding/json
 // (BenchmarkResourceVersionOf), which in the perf baseline was a fifth of
 // the write's CPU.
 func resourceVersionOf(raw []byte) (string, error) {
