@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,27 +163,6 @@ func (rec *record) evicted(now time.Duration) {
 	rec.admitted, rec.finishing = false, false
 	rec.evictions++
 	rec.periods = append(rec.periods, Period{Start: rec.admittedAt, End: now, Milli: rec.planned.RequestMilli})
-}
-
-// finishPatch is a JSON patch that appends Finished=True to a workload's
-// conditions: the calibration's Finished write, with no read.
-func finishPatch() []byte {
-	cond := metav1.Condition{
-		Type: berthv1alpha1.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded",
-		Message: "The benchmark's job ran its runtime", LastTransitionTime: metav1.Now(),
-	}
-	patch, _ := json.Marshal([]map[string]any{{"op": "add", "path": "/status/conditions/-", "value": cond}})
-	return patch
-}
-
-// workloadMeta names a Workload for a status patch whose answer is the
-// object's metadata alone, as Berth's own writes (a job integration's
-// Finished among them) ask for it: the whole object, encoded by the API
-// server and decoded here, is not what a job integration pays for.
-func workloadMeta(namespace, name string) *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	m.SetGroupVersionKind(berthv1alpha1.GroupVersion.WithKind("Workload"))
-	return m
 }
 
 // finish marks the workload finished, if it still runs its admission-th
