@@ -36,7 +36,7 @@ func TestBaselineAtSmallScale(t *testing.T) {
 	defer cancel()
 	sum, err := scheduler.Run(ctx, scheduler.Options{
 		Name: "baseline", Config: cfg, Scale: 0.02, Berth: berth, OutDir: filepath.Join(dir, "out"),
-		CalibrationWorkers: 8, CalibrationDuration: time.Second, Creators: 16, Finishers: 8, Timeout: 2 * time.Minute,
+		CalibrationWorkers: 8, CalibrationDuration: time.Second, Creators: 16, Timeout: 2 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -57,14 +57,8 @@ func (rec *record) everAdmitted() bool { return rec.admitted || rec.finished || 
 // observed, as a job integration would when the job's pods end.
 type Recorder struct {
 	client client.Client
-	// finishers holds a slot for each Finished write under way. A job
-	// integration writes from a few reconciler workers, not from a
-	// goroutine per workload: unbounded, thousands of finishes due at once
-	// in the large scenario went to the API server together, and its
-	// watches of Workloads fell so far behind that it closed them.
-	finishers chan struct{}
-	start     time.Time
-	ctx       context.Context
+	start  time.Time
+	ctx    context.Context
 
 	mu        sync.Mutex
 	records   map[types.NamespacedName]*record
@@ -74,10 +68,9 @@ type Recorder struct {
 }
 
 // NewRecorder records the workloads of s; c writes the Finished
-// conditions, at most finishers at once.
-func NewRecorder(ctx context.Context, c client.Client, s *Scenario, finishers int) *Recorder {
-	r := &Recorder{client: c, finishers: make(chan struct{}, max(finishers, 1)), ctx: ctx,
-		records: map[types.NamespacedName]*record{}, done: make(chan struct{})}
+// conditions.
+func NewRecorder(ctx context.Context, c client.Client, s *Scenario) *Recorder {
+	r := &Recorder{client: c, ctx: ctx, records: map[types.NamespacedName]*record{}, done: make(chan struct{})}
 	for i := range s.Workloads {
 		p := &s.Workloads[i]
 		r.records[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &record{planned: p}
@@ -222,7 +215,7 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record, admission int) 
 		if wl == nil {
 			return
 		}
-		if err = r.writeFinished(wl); err == nil {
+		if err = core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime"); err == nil {
 			break
 		}
 		stale = ""
@@ -249,17 +242,6 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record, admission int) 
 		return
 	}
 	r.finished(rec, now)
-}
-
-// writeFinished writes wl's Finished condition once a finisher is free.
-func (r *Recorder) writeFinished(wl *berthv1alpha1.Workload) error {
-	select {
-	case r.finishers <- struct{}{}:
-	case <-r.ctx.Done():
-		return r.ctx.Err()
-	}
-	defer func() { <-r.finishers }()
-	return core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime")
 }
 
 // finished records that the running workload finished. Call it locked.

@@ -2,9 +2,7 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,9 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
@@ -29,7 +25,7 @@ func TestWriteTimeline(t *testing.T) {
 		{Namespace: "q0", Name: "large-0", Class: "large", Cohort: "c0", Priority: 200, RequestMilli: 20000, Runtime: time.Hour},
 	}}
 	// No client: the runtimes are an hour, so nothing is finished.
-	r := NewRecorder(context.Background(), nil, s, 1)
+	r := NewRecorder(context.Background(), nil, s)
 	start := time.Now()
 	r.Start(start)
 	r.Created(&s.Workloads[1], start)
@@ -105,7 +101,7 @@ func TestRecorderFinishes(t *testing.T) {
 		}
 		return wl
 	}
-	r := NewRecorder(context.Background(), c, s, 4)
+	r := NewRecorder(context.Background(), c, s)
 	r.Start(time.Now())
 	r.observe(observed("runs"))
 	r.observe(observed("evicted"))
@@ -161,53 +157,6 @@ func TestRecorderFinishes(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	if got, want := r.Counts(), (Counts{Created: 1, Admitted: 3, Finished: 1, Evictions: 2}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
-	}
-	if len(r.errs) > 0 {
-		t.Errorf("errors: %v", r.errs)
-	}
-}
-
-// TestRecorderBoundsFinishes: finishes due at once are written by at most
-// the recorder's finishers at a time, and all of them are written.
-func TestRecorderBoundsFinishes(t *testing.T) {
-	const workloads, finishers = 12, 3
-	s := &Scenario{}
-	for i := range workloads {
-		s.Workloads = append(s.Workloads, Planned{Namespace: "q0", Name: fmt.Sprintf("w%d", i), Runtime: time.Millisecond, RequestMilli: 1000})
-	}
-	scheme := runtime.NewScheme()
-	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	var objs []client.Object
-	for _, p := range s.Workloads {
-		wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
-		wl.Status.Admission = &berthv1alpha1.Admission{ClusterQueue: "q0"}
-		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Test"})
-		objs = append(objs, wl)
-	}
-	var inFlight, most atomic.Int32
-	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&berthv1alpha1.Workload{}).WithObjects(objs...).Build(),
-		interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			n := inFlight.Add(1)
-			defer inFlight.Add(-1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			time.Sleep(5 * time.Millisecond)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		}})
-	r := NewRecorder(context.Background(), c, s, finishers)
-	r.Start(time.Now())
-	for _, obj := range objs {
-		r.observe(obj)
-	}
-	select {
-	case <-r.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatalf("finished %d of %d", r.Counts().Finished, workloads)
-	}
-	if m := most.Load(); m > finishers {
-		t.Errorf("%d Finished writes under way at once, want at most %d", m, finishers)
 	}
 	if len(r.errs) > 0 {
 		t.Errorf("errors: %v", r.errs)

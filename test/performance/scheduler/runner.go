@@ -47,9 +47,6 @@ type Options struct {
 	CalibrationDuration time.Duration
 	// Creators is how many workloads are created at once.
 	Creators int
-	// Finishers is how many Finished writes are under way at once, as the
-	// reconciler workers of a job integration.
-	Finishers int
 	// Timeout bounds the scenario, from the first creation.
 	Timeout time.Duration
 }
@@ -137,7 +134,7 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	// server's shutdown for its whole grace period.
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	rec := NewRecorder(ctx, c, s, opts.Finishers)
+	rec := NewRecorder(ctx, c, s)
 	if err := watchWorkloads(watchCtx, cfg, c, rec); err != nil {
 		return Result{}, writeCounts{}, nil, err
 	}

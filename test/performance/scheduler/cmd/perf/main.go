@@ -53,7 +53,6 @@ func run(args []string) error {
 	workers := fs.Int("calibration-workers", 32, "Parallel clients of the calibration.")
 	calibration := fs.Duration("calibration", 5*time.Second, "How long the calibration writes.")
 	creators := fs.Int("creators", 64, "Workloads created at once.")
-	finishers := fs.Int("finishers", 32, "Finished writes under way at once (a job integration's workers).")
 	timeout := fs.Duration("timeout", 15*time.Minute, "Longest the scenario may take.")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
@@ -70,7 +69,7 @@ func run(args []string) error {
 	defer stop()
 	sum, runErr := scheduler.Run(ctx, scheduler.Options{
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
-		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Finishers: *finishers, Timeout: *timeout,
+		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Timeout: *timeout,
 	})
 	if sum == nil {
 		return runErr
