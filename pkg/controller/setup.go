@@ -45,9 +45,9 @@ func AddToScheme(scheme *runtime.Scheme, integrations []string) error {
 }
 
 // admissionWriters is how many admission and preemption writes of a
-// scheduling cycle are under way at once. Each is one small status patch;
-// in parallel, a cycle costs about one round trip to the API server
-// instead of one per decision.
+// scheduling cycle are under way at once. Each is one write of a
+// Workload's status; in parallel, a cycle costs about one round trip to the
+// API server instead of one per decision.
 const admissionWriters = 32
 
 // Setup wires the admission engine, the reconcilers, the job integrations

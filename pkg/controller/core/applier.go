@@ -16,9 +16,10 @@ import (
 )
 
 // Applier writes the scheduler's decisions to Workloads. Each decision is
-// one status patch carrying the resourceVersion the decision was made on,
-// so a decision about a workload that changed since is refused by the API
-// server rather than applied to a state nobody looked at.
+// one write of a Workload's status, bound to the resourceVersion the
+// decision was made on, so a decision about a workload that changed since
+// is refused by the API server rather than applied to a state nobody
+// looked at.
 type Applier struct {
 	client   client.Client
 	recorder events.EventRecorder

@@ -40,8 +40,9 @@ type Calibration struct {
 // Calibrate measures how many writes a second the API server takes on this
 // machine: workers clients, with no client-side rate limit, each write
 // fresh objects over and over for d; first ConfigMaps (a create and a
-// patch each), then Workloads (create, admit, finish). The objects are
-// deleted afterwards.
+// patch each), then Workloads (create, admit, finish). c writes the
+// Workloads as the runner does: it is made by controller.NewClient, so that
+// its status writes are Berth's PUTs. The objects are deleted afterwards.
 func Calibrate(ctx context.Context, cfg *rest.Config, c client.Client, workers int, d time.Duration) (Calibration, error) {
 	cs, err := kubernetes.NewForConfig(unlimited(cfg))
 	if err != nil {
