@@ -53,6 +53,45 @@ func sumBy(r io.Reader, metric, labelName string, keep func(string) bool) (map[s
 	return out, sc.Err()
 }
 
+// ParseAPIServer reads the API server's counts of Workload watches it
+// closed for falling behind (terminatedWatchers) and of Workload writes it
+// refused as conflicts (conflicts) from its Prometheus text exposition.
+func ParseAPIServer(r io.Reader) (map[string]int64, error) {
+	out := map[string]int64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		var key string
+		switch name {
+		case "apiserver_terminated_watchers_total":
+			key = "terminatedWatchers"
+		case "apiserver_request_total":
+			key = "conflicts"
+		default:
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			return nil, fmt.Errorf("unexpected metric line %q", line)
+		}
+		if label(labels, "group") != "berth.dev" || label(labels, "resource") != "workloads" ||
+			(key == "conflicts" && label(labels, "code") != "409") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("unexpected metric line %q: %w", line, err)
+		}
+		out[key] += int64(v)
+	}
+	return out, sc.Err()
+}
+
 // label returns the value of name in a Prometheus label list such as
 // code="200",method="GET"; label values here never hold quotes.
 func label(labels, name string) string {

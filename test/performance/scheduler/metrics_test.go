@@ -66,3 +66,23 @@ berth_admitted_workloads_total{cluster_queue="a"} 9
 		t.Errorf("preemptions (-want +got):\n%s", diff)
 	}
 }
+
+func TestParseAPIServer(t *testing.T) {
+	text := `# TYPE apiserver_terminated_watchers_total counter
+apiserver_terminated_watchers_total{group="berth.dev",resource="workloads"} 17
+apiserver_terminated_watchers_total{group="",resource="configmaps"} 4
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="berth.dev",resource="workloads",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 900
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="berth.dev",resource="workloads",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 6
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="berth.dev",resource="workloads",scope="resource",subresource="",verb="PATCH",version="v1alpha1"} 1
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="berth.dev",resource="clusterqueues",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 8
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="PUT",version="v1"} 5
+apiserver_request_duration_seconds_count{group="berth.dev",resource="workloads",verb="PUT"} 906
+`
+	got, err := ParseAPIServer(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int64{"terminatedWatchers": 17, "conflicts": 7}, got); diff != "" {
+		t.Errorf("API server counts (-want +got):\n%s", diff)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -97,14 +98,16 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	log.Info("Controller ready; queues active", "clusterQueues", len(s.Queues), "workloads", len(s.Workloads))
 
-	res, writes, procs, err := runScenario(ctx, cfg, c, s, berth, opts)
+	res, m, err := runScenario(ctx, cfg, c, s, berth, opts)
 	if err != nil {
 		return nil, err
 	}
 	sum := summarize(opts, s, res, cal)
-	sum.Controller.Process = procs["berth"]
-	delete(procs, "berth")
-	sum.Processes = procs
+	sum.Controller.Process = m.procs["berth"]
+	delete(m.procs, "berth")
+	sum.Processes = m.procs
+	sum.APIServer = m.apiServer
+	writes := m.writes
 	sum.Controller.WritesByVerb, sum.Controller.Writes = writes.byVerb, writes.total
 	// The controller starts counting with the run: no preemption comes
 	// before the first workload.
@@ -126,21 +129,36 @@ type writeCounts struct {
 	total  int64
 }
 
+// measured is what runScenario measures besides the recorder's result.
+type measured struct {
+	writes    writeCounts
+	procs     map[string]Process
+	apiServer APIServer
+}
+
 // runScenario creates the workloads on schedule and waits until all are
-// finished, measuring the controller's writes and the processes' cost
-// over that time.
-func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scenario, berth *ControllerProcess, opts Options) (Result, writeCounts, map[string]Process, error) {
+// finished, measuring the controller's writes, the processes' cost and
+// the API server's counts over that time.
+func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scenario, berth *ControllerProcess, opts Options) (Result, measured, error) {
 	// The watch ends with the scenario: an open watch holds the API
 	// server's shutdown for its whole grace period.
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	rec := NewRecorder(ctx, c, s)
 	if err := watchWorkloads(watchCtx, cfg, c, rec); err != nil {
-		return Result{}, writeCounts{}, nil, err
+		return Result{}, measured{}, err
 	}
 	before, err := berth.Writes(ctx)
 	if err != nil {
-		return Result{}, writeCounts{}, nil, err
+		return Result{}, measured{}, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Result{}, measured{}, err
+	}
+	apiBefore, err := apiServerCounts(ctx, cs)
+	if err != nil {
+		return Result{}, measured{}, err
 	}
 	procsBefore := readProcesses(berth.Pid())
 	start := time.Now()
@@ -173,10 +191,10 @@ wait:
 		}
 	}
 	if exited {
-		return Result{}, writeCounts{}, nil, fmt.Errorf("the controller exited during the run (%v); see %s", berth.exitErr, berth.Log)
+		return Result{}, measured{}, fmt.Errorf("the controller exited during the run (%v); see %s", berth.exitErr, berth.Log)
 	}
 	if err := <-createErr; err != nil && runCtx.Err() == nil {
-		return Result{}, writeCounts{}, nil, err
+		return Result{}, measured{}, err
 	}
 	sample()
 	res := rec.Result()
@@ -191,16 +209,33 @@ wait:
 	ctx = context.WithoutCancel(ctx)
 	after, err := berth.Writes(ctx)
 	if err != nil {
-		return Result{}, writeCounts{}, nil, err
+		return Result{}, measured{}, err
+	}
+	apiAfter, err := apiServerCounts(ctx, cs)
+	if err != nil {
+		return Result{}, measured{}, err
 	}
 	procs := readProcesses(berth.Pid())
 	for name, p := range procs {
 		p.CPUSeconds = round(p.CPUSeconds - procsBefore[name].CPUSeconds)
 		procs[name] = p
 	}
-	var w writeCounts
-	w.byVerb, w.total = subtract(after, before)
-	return res, w, procs, nil
+	m := measured{procs: procs, apiServer: APIServer{
+		TerminatedWatchers: apiAfter["terminatedWatchers"] - apiBefore["terminatedWatchers"],
+		Conflicts:          apiAfter["conflicts"] - apiBefore["conflicts"],
+	}}
+	m.writes.byVerb, m.writes.total = subtract(after, before)
+	return res, m, nil
+}
+
+// apiServerCounts reads the API server's metrics with ParseAPIServer.
+func apiServerCounts(ctx context.Context, cs kubernetes.Interface) (map[string]int64, error) {
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	defer func() { _ = body.Close() }()
+	return ParseAPIServer(body)
 }
 
 // writeCSV creates path and lets write fill it.

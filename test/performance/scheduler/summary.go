@@ -55,7 +55,22 @@ type Summary struct {
 	AdmissionsPerSecond float64 `json:"admissionsPerSecond"`
 
 	Controller Controller         `json:"controller"`
+	APIServer  APIServer          `json:"apiServer"`
 	Processes  map[string]Process `json:"processes,omitempty"`
+}
+
+// APIServer is what the API server counted, over the run, of what makes
+// Workloads slower than its writes alone.
+type APIServer struct {
+	// TerminatedWatchers counts the watches of Workloads it closed because
+	// their client fell behind. It sends each event to every watcher in
+	// turn and waits at most 50 ms a second for a watcher with no room;
+	// then it closes that watch, and its client starts another from where
+	// it was. While it waits, every other watcher waits too.
+	TerminatedWatchers int64 `json:"terminatedWatchers"`
+	// Conflicts counts the Workload writes it refused because the object
+	// had changed since the version they were computed from.
+	Conflicts int64 `json:"conflicts"`
 }
 
 // Stats are a distribution's figures in milliseconds.
