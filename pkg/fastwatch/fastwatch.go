@@ -53,6 +53,8 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/berth-dev/berth/pkg/metrics"
 )
 
 // Kind is a typed kind to watch in one pass.
@@ -171,6 +173,7 @@ func (w *watcher) watch(ctx context.Context, opts metav1.ListOptions) (watch.Int
 	if err != nil {
 		return nil, err
 	}
+	metrics.WatchesStarted.WithLabelValues(w.kind.resource).Inc()
 	return w.kind.open(body), nil
 }
 

@@ -32,6 +32,17 @@ var (
 		Help: "Workloads waiting for quota, by ClusterQueue.",
 	}, []string{"cluster_queue"})
 
+	// WatchesStarted counts the watches of Workloads, ClusterQueues and
+	// LocalQueues the controller opened (pkg/fastwatch), by resource: one
+	// each at start, and another each time one ends. The API server ends a
+	// watch after 5 to 10 minutes, and early when it falls so far behind
+	// that a watcher's events no longer fit its buffer; then the
+	// controller's view of the cluster lags until the watch is open again.
+	WatchesStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "berth_watches_started_total",
+		Help: "Watches opened, by resource; more than one per resource every five minutes means the API server closes them early.",
+	}, []string{"resource"})
+
 	// AdmittedActiveWorkloads is the number of workloads holding quota per
 	// ClusterQueue.
 	AdmittedActiveWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -41,7 +52,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(AdmittedWorkloads, PreemptedWorkloads, EvictedWorkloads, PendingWorkloads, AdmittedActiveWorkloads)
+	metrics.Registry.MustRegister(AdmittedWorkloads, PreemptedWorkloads, EvictedWorkloads, PendingWorkloads, AdmittedActiveWorkloads, WatchesStarted)
 }
 
 // ClusterQueueDeleted drops the gauges of a deleted ClusterQueue.

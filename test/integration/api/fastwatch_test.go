@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/fastwatch"
+	"github.com/berth-dev/berth/pkg/metrics"
 )
 
 // TestWorkloadInformerWatchesInOnePass runs an informer built by
@@ -71,11 +73,15 @@ func TestWorkloadInformerWatchesInOnePass(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	started := testutil.ToFloat64(metrics.WatchesStarted.WithLabelValues("workloads"))
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go inf.RunWithContext(runCtx)
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("the informer did not sync")
+	}
+	if n := testutil.ToFloat64(metrics.WatchesStarted.WithLabelValues("workloads")) - started; n < 1 {
+		t.Errorf("berth_watches_started_total{resource=\"workloads\"} went up by %v, want the informer's watch counted", n)
 	}
 
 	u := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: fastwatch\n  namespace: default\nspec:\n  queueName: main\n  podSets:\n"+podSet("main", 1, ""))

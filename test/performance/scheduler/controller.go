@@ -124,6 +124,11 @@ func (c *ControllerProcess) Writes(ctx context.Context) (map[string]int64, error
 	return scrape(ctx, c.metricsURL, ParseWrites)
 }
 
+// WatchesStarted reads how many watches the controller opened, by resource.
+func (c *ControllerProcess) WatchesStarted(ctx context.Context) (map[string]int64, error) {
+	return scrape(ctx, c.metricsURL, ParseWatchesStarted)
+}
+
 // Preemptions reads how many workloads the controller preempted, by reason.
 func (c *ControllerProcess) Preemptions(ctx context.Context) (map[string]int64, error) {
 	return scrape(ctx, c.metricsURL, ParsePreemptions)

@@ -53,6 +53,11 @@ func sumBy(r io.Reader, metric, labelName string, keep func(string) bool) (map[s
 	return out, sc.Err()
 }
 
+// ParseWatchesStarted sums berth_watches_started_total by resource.
+func ParseWatchesStarted(r io.Reader) (map[string]int64, error) {
+	return sumBy(r, "berth_watches_started_total", "resource", func(string) bool { return true })
+}
+
 // ParseAPIServer reads the API server's counts of Workload watches it
 // closed for falling behind (terminatedWatchers) and of Workload writes it
 // refused as conflicts (conflicts) from its Prometheus text exposition.
@@ -120,7 +125,7 @@ func scrape(ctx context.Context, url string, parse func(io.Reader) (map[string]i
 	return parse(resp.Body)
 }
 
-// subtract is after - before, per method.
+// subtract is after - before, per key, and the sum of the differences.
 func subtract(after, before map[string]int64) (map[string]int64, int64) {
 	out := map[string]int64{}
 	var total int64

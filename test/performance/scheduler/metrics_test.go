@@ -86,3 +86,18 @@ apiserver_request_duration_seconds_count{group="berth.dev",resource="workloads",
 		t.Errorf("API server counts (-want +got):\n%s", diff)
 	}
 }
+
+func TestParseWatchesStarted(t *testing.T) {
+	text := `# TYPE berth_watches_started_total counter
+berth_watches_started_total{resource="workloads"} 4
+berth_watches_started_total{resource="clusterqueues"} 1
+berth_admitted_workloads_total{cluster_queue="a"} 9
+`
+	got, err := ParseWatchesStarted(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int64{"workloads": 4, "clusterqueues": 1}, got); diff != "" {
+		t.Errorf("watches started (-want +got):\n%s", diff)
+	}
+}

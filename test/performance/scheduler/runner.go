@@ -107,6 +107,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	delete(m.procs, "berth")
 	sum.Processes = m.procs
 	sum.APIServer = m.apiServer
+	sum.Controller.WatchesStarted = m.watchesStarted
 	writes := m.writes
 	sum.Controller.WritesByVerb, sum.Controller.Writes = writes.byVerb, writes.total
 	// The controller starts counting with the run: no preemption comes
@@ -131,9 +132,10 @@ type writeCounts struct {
 
 // measured is what runScenario measures besides the recorder's result.
 type measured struct {
-	writes    writeCounts
-	procs     map[string]Process
-	apiServer APIServer
+	writes         writeCounts
+	procs          map[string]Process
+	apiServer      APIServer
+	watchesStarted map[string]int64
 }
 
 // runScenario creates the workloads on schedule and waits until all are
@@ -157,6 +159,10 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 		return Result{}, measured{}, err
 	}
 	apiBefore, err := apiServerCounts(ctx, cs)
+	if err != nil {
+		return Result{}, measured{}, err
+	}
+	watchesBefore, err := berth.WatchesStarted(ctx)
 	if err != nil {
 		return Result{}, measured{}, err
 	}
@@ -215,6 +221,10 @@ wait:
 	if err != nil {
 		return Result{}, measured{}, err
 	}
+	watchesAfter, err := berth.WatchesStarted(ctx)
+	if err != nil {
+		return Result{}, measured{}, err
+	}
 	procs := readProcesses(berth.Pid())
 	for name, p := range procs {
 		p.CPUSeconds = round(p.CPUSeconds - procsBefore[name].CPUSeconds)
@@ -225,6 +235,7 @@ wait:
 		Conflicts:          apiAfter["conflicts"] - apiBefore["conflicts"],
 	}}
 	m.writes.byVerb, m.writes.total = subtract(after, before)
+	m.watchesStarted, _ = subtract(watchesAfter, watchesBefore)
 	return res, m, nil
 }
 

@@ -91,7 +91,11 @@ type Controller struct {
 	// PreemptionsByReason counts the preemptions the controller made, by
 	// reason (InClusterQueue, InCohortReclamation, ...).
 	PreemptionsByReason map[string]int64 `json:"preemptionsByReason,omitempty"`
-	WritesPerAdmission  float64          `json:"writesPerAdmission"`
+	// WatchesStarted counts the watches it opened during the run, by
+	// resource: each is one the API server closed (or ended after its 5 to
+	// 10 minutes) and the controller opened again.
+	WatchesStarted     map[string]int64 `json:"watchesStarted,omitempty"`
+	WritesPerAdmission float64          `json:"writesPerAdmission"`
 }
 
 // Process is what one process cost, from /proc.
