@@ -28,29 +28,36 @@ func ParsePreemptions(r io.Reader) (map[string]int64, error) {
 // value of label, for the values keep accepts.
 func sumBy(r io.Reader, metric, labelName string, keep func(string) bool) (map[string]int64, error) {
 	out := map[string]int64{}
+	err := eachSample(r, func(name, labels string, v float64) {
+		if key := label(labels, labelName); name == metric && keep(key) {
+			out[key] += int64(v)
+		}
+	})
+	return out, err
+}
+
+// eachSample calls fn with each labelled sample of a Prometheus text
+// exposition: its metric's name, its labels and its value.
+func eachSample(r io.Reader, fn func(name, labels string, value float64)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, metric+"{")
-		if !ok {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || strings.HasPrefix(line, "#") {
 			continue
 		}
 		labels, value, ok := strings.Cut(rest, "} ")
 		if !ok {
-			return nil, fmt.Errorf("unexpected metric line %q", line)
-		}
-		key := label(labels, labelName)
-		if !keep(key) {
-			continue
+			return fmt.Errorf("unexpected metric line %q", line)
 		}
 		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
 		if err != nil {
-			return nil, fmt.Errorf("unexpected metric line %q: %w", line, err)
+			return fmt.Errorf("unexpected metric line %q: %w", line, err)
 		}
-		out[key] += int64(v)
+		fn(name, labels, v)
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // ParseWatchesStarted sums berth_watches_started_total by resource.
@@ -63,38 +70,18 @@ func ParseWatchesStarted(r io.Reader) (map[string]int64, error) {
 // refused as conflicts (conflicts) from its Prometheus text exposition.
 func ParseAPIServer(r io.Reader) (map[string]int64, error) {
 	out := map[string]int64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
+	err := eachSample(r, func(name, labels string, v float64) {
+		if label(labels, "group") != "berth.dev" || label(labels, "resource") != "workloads" {
+			return
 		}
-		var key string
-		switch name {
-		case "apiserver_terminated_watchers_total":
-			key = "terminatedWatchers"
-		case "apiserver_request_total":
-			key = "conflicts"
-		default:
-			continue
+		switch {
+		case name == "apiserver_terminated_watchers_total":
+			out["terminatedWatchers"] += int64(v)
+		case name == "apiserver_request_total" && label(labels, "code") == "409":
+			out["conflicts"] += int64(v)
 		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			return nil, fmt.Errorf("unexpected metric line %q", line)
-		}
-		if label(labels, "group") != "berth.dev" || label(labels, "resource") != "workloads" ||
-			(key == "conflicts" && label(labels, "code") != "409") {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("unexpected metric line %q: %w", line, err)
-		}
-		out[key] += int64(v)
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
 // label returns the value of name in a Prometheus label list such as

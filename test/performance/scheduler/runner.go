@@ -150,26 +150,17 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	if err := watchWorkloads(watchCtx, cfg, c, rec); err != nil {
 		return Result{}, measured{}, err
 	}
-	before, err := berth.Writes(ctx)
-	if err != nil {
-		return Result{}, measured{}, err
-	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return Result{}, measured{}, err
 	}
-	apiBefore, err := apiServerCounts(ctx, cs)
+	before, err := readCounters(ctx, berth, cs)
 	if err != nil {
 		return Result{}, measured{}, err
 	}
-	watchesBefore, err := berth.WatchesStarted(ctx)
-	if err != nil {
-		return Result{}, measured{}, err
-	}
-	procsBefore := readProcesses(berth.Pid())
 	start := time.Now()
 	rec.Start(start)
-	samples := []Sample{{CPU: cpuOf(procsBefore)}}
+	samples := []Sample{{CPU: cpuOf(before.procs)}}
 	sample := func() {
 		samples = append(samples, Sample{At: time.Since(start), Counts: rec.Counts(), CPU: cpuOf(readProcesses(berth.Pid()))})
 	}
@@ -212,31 +203,51 @@ wait:
 	}
 	// Measure even when the run was cut short: a summary of a run that
 	// did not finish says how far it got.
-	ctx = context.WithoutCancel(ctx)
-	after, err := berth.Writes(ctx)
+	after, err := readCounters(context.WithoutCancel(ctx), berth, cs)
 	if err != nil {
 		return Result{}, measured{}, err
 	}
-	apiAfter, err := apiServerCounts(ctx, cs)
-	if err != nil {
-		return Result{}, measured{}, err
+	return res, after.since(before), nil
+}
+
+// counters are the running totals runScenario reads before and after the
+// scenario; the run's figures are their differences.
+type counters struct {
+	writes, watchesStarted, apiServer map[string]int64
+	procs                             map[string]Process
+}
+
+// readCounters reads the controller's writes and watches, the API
+// server's counts and every process's cost, as they stand.
+func readCounters(ctx context.Context, berth *ControllerProcess, cs kubernetes.Interface) (counters, error) {
+	var c counters
+	var err error
+	if c.writes, err = berth.Writes(ctx); err != nil {
+		return c, err
 	}
-	watchesAfter, err := berth.WatchesStarted(ctx)
-	if err != nil {
-		return Result{}, measured{}, err
+	if c.watchesStarted, err = berth.WatchesStarted(ctx); err != nil {
+		return c, err
 	}
-	procs := readProcesses(berth.Pid())
-	for name, p := range procs {
-		p.CPUSeconds = round(p.CPUSeconds - procsBefore[name].CPUSeconds)
-		procs[name] = p
+	if c.apiServer, err = apiServerCounts(ctx, cs); err != nil {
+		return c, err
 	}
-	m := measured{procs: procs, apiServer: APIServer{
-		TerminatedWatchers: apiAfter["terminatedWatchers"] - apiBefore["terminatedWatchers"],
-		Conflicts:          apiAfter["conflicts"] - apiBefore["conflicts"],
+	c.procs = readProcesses(berth.Pid())
+	return c, nil
+}
+
+// since is what happened between before and c.
+func (c counters) since(before counters) measured {
+	m := measured{procs: c.procs, apiServer: APIServer{
+		TerminatedWatchers: c.apiServer["terminatedWatchers"] - before.apiServer["terminatedWatchers"],
+		Conflicts:          c.apiServer["conflicts"] - before.apiServer["conflicts"],
 	}}
-	m.writes.byVerb, m.writes.total = subtract(after, before)
-	m.watchesStarted, _ = subtract(watchesAfter, watchesBefore)
-	return res, m, nil
+	for name, p := range m.procs {
+		p.CPUSeconds = round(p.CPUSeconds - before.procs[name].CPUSeconds)
+		m.procs[name] = p
+	}
+	m.writes.byVerb, m.writes.total = subtract(c.writes, before.writes)
+	m.watchesStarted, _ = subtract(c.watchesStarted, before.watchesStarted)
+	return m
 }
 
 // apiServerCounts reads the API server's metrics with ParseAPIServer.
