@@ -1,10 +1,8 @@
 package perf
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,29 +71,13 @@ func workloadRequests(ctx context.Context, t *testing.T, server *apiserver.Serve
 		t.Fatal(err)
 	}
 	out := map[string]int64{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "apiserver_request_total{")
-		if !ok {
-			continue
+	err = scheduler.EachSample(bytes.NewReader(raw), func(name, labels string, v float64) {
+		if name == "apiserver_request_total" && scheduler.Label(labels, "resource") == "workloads" &&
+			strings.HasPrefix(scheduler.Label(labels, "code"), "2") {
+			out[strings.TrimSpace(scheduler.Label(labels, "verb")+" "+scheduler.Label(labels, "subresource"))] += int64(v)
 		}
-		labels, value, _ := strings.Cut(rest, "} ")
-		l := map[string]string{}
-		for pair := range strings.SplitSeq(labels, ",") {
-			k, v, _ := strings.Cut(pair, "=")
-			l[k] = strings.Trim(v, `"`)
-		}
-		if l["resource"] != "workloads" || !strings.HasPrefix(l["code"], "2") {
-			continue
-		}
-		n, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", sc.Text(), err)
-		}
-		out[strings.TrimSpace(l["verb"]+" "+l["subresource"])] += int64(n)
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -28,17 +28,17 @@ func ParsePreemptions(r io.Reader) (map[string]int64, error) {
 // value of label, for the values keep accepts.
 func sumBy(r io.Reader, metric, labelName string, keep func(string) bool) (map[string]int64, error) {
 	out := map[string]int64{}
-	err := eachSample(r, func(name, labels string, v float64) {
-		if key := label(labels, labelName); name == metric && keep(key) {
+	err := EachSample(r, func(name, labels string, v float64) {
+		if key := Label(labels, labelName); name == metric && keep(key) {
 			out[key] += int64(v)
 		}
 	})
 	return out, err
 }
 
-// eachSample calls fn with each labelled sample of a Prometheus text
+// EachSample calls fn with each labelled sample of a Prometheus text
 // exposition: its metric's name, its labels and its value.
-func eachSample(r io.Reader, fn func(name, labels string, value float64)) error {
+func EachSample(r io.Reader, fn func(name, labels string, value float64)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
@@ -70,23 +70,23 @@ func ParseWatchesStarted(r io.Reader) (map[string]int64, error) {
 // refused as conflicts (conflicts) from its Prometheus text exposition.
 func ParseAPIServer(r io.Reader) (map[string]int64, error) {
 	out := map[string]int64{}
-	err := eachSample(r, func(name, labels string, v float64) {
-		if label(labels, "group") != "berth.dev" || label(labels, "resource") != "workloads" {
+	err := EachSample(r, func(name, labels string, v float64) {
+		if Label(labels, "group") != "berth.dev" || Label(labels, "resource") != "workloads" {
 			return
 		}
 		switch {
 		case name == "apiserver_terminated_watchers_total":
 			out["terminatedWatchers"] += int64(v)
-		case name == "apiserver_request_total" && label(labels, "code") == "409":
+		case name == "apiserver_request_total" && Label(labels, "code") == "409":
 			out["conflicts"] += int64(v)
 		}
 	})
 	return out, err
 }
 
-// label returns the value of name in a Prometheus label list such as
+// Label returns the value of name in a Prometheus label list such as
 // code="200",method="GET"; label values here never hold quotes.
-func label(labels, name string) string {
+func Label(labels, name string) string {
 	for _, kv := range strings.Split(labels, ",") {
 		if v, ok := strings.CutPrefix(kv, name+"=\""); ok {
 			return strings.TrimSuffix(v, "\"")
