@@ -92,12 +92,12 @@ test-e2e: ## Run the end-to-end tests with kubectl against the local cluster (st
 ##@ Performance
 
 .PHONY: perf
-perf: ## Run the scheduler benchmark's baseline (15,000 workloads); summary in _output/perf/baseline.
-	hack/perf.sh baseline
+perf: ## Run the scheduler benchmark's baseline (15,000 workloads); summary in _output/perf/baseline. PERF_FLAGS=--profile adds the controller's profiles.
+	hack/perf.sh baseline $(PERF_FLAGS)
 
 .PHONY: perf-large
 perf-large: ## Run the scheduler benchmark's large scenario (50,000 workloads); summary in _output/perf/large.
-	hack/perf.sh large
+	hack/perf.sh large $(PERF_FLAGS)
 
 .PHONY: perf-check
 perf-check: ## Fail when the last baseline summary misses the benchmark's targets.

@@ -6,6 +6,7 @@ require (
 	github.com/go-json-experiment/json v1.27.2
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/prometheus/client_golang v1.24.0
 	github.com/yuin/goldmark v1.8.7
 	go.uber.org/zap v1.27.1

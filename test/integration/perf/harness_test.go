@@ -7,10 +7,12 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/google/pprof/profile"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/berth-dev/berth/test/performance/scheduler"
@@ -37,6 +39,7 @@ func TestBaselineAtSmallScale(t *testing.T) {
 	sum, err := scheduler.Run(ctx, scheduler.Options{
 		Name: "baseline", Config: cfg, Scale: 0.02, Berth: berth, OutDir: filepath.Join(dir, "out"),
 		CalibrationWorkers: 8, CalibrationDuration: time.Second, Creators: 16, Timeout: 2 * time.Minute,
+		Profile: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,4 +58,31 @@ func TestBaselineAtSmallScale(t *testing.T) {
 	if sum.Controller.Writes == 0 || sum.Controller.CPUSeconds <= 0 || sum.Controller.WritesPerAdmission <= 0 {
 		t.Errorf("the controller's cost was not measured: %+v", sum.Controller)
 	}
+	expectProfiles(t, filepath.Join(dir, "out"), time.Duration(sum.WallMs)*time.Millisecond)
+}
+
+// expectProfiles checks the controller's profiles in dir: a CPU profile
+// that covers the scenario's wall time and has samples in Berth's code,
+// and a heap profile.
+func expectProfiles(t *testing.T, dir string, wall time.Duration) {
+	t.Helper()
+	cpu := parseProfile(t, filepath.Join(dir, scheduler.CPUProfileFile))
+	if d := time.Duration(cpu.DurationNanos); d < wall {
+		t.Errorf("the CPU profile covers %s of the scenario's %s", d, wall)
+	}
+	if !scheduler.Sampled(cpu, func(f string) bool { return strings.HasPrefix(f, "github.com/berth-dev/berth/pkg/") }) {
+		t.Errorf("none of the CPU profile's %d samples is in Berth's code", len(cpu.Sample))
+	}
+	if heap := parseProfile(t, filepath.Join(dir, scheduler.HeapProfileFile)); len(heap.Sample) == 0 {
+		t.Error("the heap profile has no samples")
+	}
+}
+
+func parseProfile(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	p, err := scheduler.ReadProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

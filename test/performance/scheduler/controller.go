@@ -42,6 +42,8 @@ type ControllerProcess struct {
 	exitErr    error
 	metricsURL string
 	readyzURL  string
+	// pprofURL serves Go's profiles (/debug/pprof/...).
+	pprofURL string
 	// Log is the path of its standard output and error.
 	Log string
 }
@@ -61,6 +63,7 @@ func StartController(ctx context.Context, binary, kubeconfig, dir string) (*Cont
 	c := &ControllerProcess{
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
 		readyzURL:  fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0]),
+		pprofURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[3]),
 		Log:        filepath.Join(dir, "controller.log"),
 		exited:     make(chan struct{}),
 	}

@@ -50,7 +50,17 @@ type Options struct {
 	Creators int
 	// Timeout bounds the scenario, from the first creation.
 	Timeout time.Duration
+	// Profile writes the controller's profiles to OutDir: CPUProfileFile,
+	// its CPU over the whole scenario, and HeapProfileFile, its heap at
+	// the end. Profiling costs the controller a little CPU of its own.
+	Profile bool
 }
+
+// The files Options.Profile writes, for go tool pprof.
+const (
+	CPUProfileFile  = "controller.cpu.pprof"
+	HeapProfileFile = "controller.heap.pprof"
+)
 
 // Run runs the scenario end to end and returns its summary.
 func Run(ctx context.Context, opts Options) (*Summary, error) {
@@ -160,6 +170,14 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	}
 	start := time.Now()
 	rec.Start(start)
+	profileCtx, stopProfile := context.WithCancel(ctx)
+	defer stopProfile()
+	profiled := make(chan error, 1)
+	if opts.Profile {
+		go func() {
+			profiled <- ProfileCPU(profileCtx, berth.pprofURL, ProfileChunk, filepath.Join(opts.OutDir, CPUProfileFile))
+		}()
+	}
 	samples := []Sample{{CPU: cpuOf(before.procs)}}
 	sample := func() {
 		samples = append(samples, Sample{At: time.Since(start), Counts: rec.Counts(), CPU: cpuOf(readProcesses(berth.Pid()))})
@@ -206,6 +224,13 @@ wait:
 	after, err := readCounters(context.WithoutCancel(ctx), berth, cs)
 	if err != nil {
 		return Result{}, measured{}, err
+	}
+	if opts.Profile {
+		stopProfile()
+		err := errors.Join(<-profiled, ProfileHeap(ctx, berth.pprofURL, filepath.Join(opts.OutDir, HeapProfileFile)))
+		if err != nil {
+			res.Errors = append(res.Errors, err)
+		}
 	}
 	return res, after.since(before), nil
 }

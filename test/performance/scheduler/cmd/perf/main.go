@@ -54,6 +54,7 @@ func run(args []string) error {
 	calibration := fs.Duration("calibration", 5*time.Second, "How long the calibration writes.")
 	creators := fs.Int("creators", 64, "Workloads created at once.")
 	timeout := fs.Duration("timeout", 15*time.Minute, "Longest the scenario may take.")
+	profile := fs.Bool("profile", false, "Write the controller's CPU profile over the scenario and its heap profile at the end to the output directory ("+scheduler.CPUProfileFile+", "+scheduler.HeapProfileFile+").")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -70,6 +71,7 @@ func run(args []string) error {
 	sum, runErr := scheduler.Run(ctx, scheduler.Options{
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
 		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Timeout: *timeout,
+		Profile: *profile,
 	})
 	if sum == nil {
 		return runErr
