@@ -45,6 +45,11 @@ type Manager struct {
 	mu      sync.Mutex
 	queues  map[berthv1alpha1.ClusterQueueReference]*clusterQueue
 	parents map[berthv1alpha1.CohortReference]berthv1alpha1.CohortReference
+	// trees holds the queues of each cohort tree by its root, for the
+	// events that re-activate a tree: one per finished workload. Built
+	// when needed; nil after any change of a queue's cohort or a cohort's
+	// parent.
+	trees map[berthv1alpha1.CohortReference][]*clusterQueue
 	// where maps a workload key to the queue holding it, in any state.
 	where  map[string]berthv1alpha1.ClusterQueueReference
 	wakeup chan struct{}
@@ -121,6 +126,9 @@ func (m *Manager) AddOrUpdateClusterQueue(obj *berthv1alpha1.ClusterQueue) {
 	if q.strategy == "" {
 		q.strategy = berthv1alpha1.BestEffortFIFO
 	}
+	if !ok || q.cohort != obj.Spec.CohortName {
+		m.trees = nil
+	}
 	q.cohort = obj.Spec.CohortName
 	m.activateTree(name)
 }
@@ -141,6 +149,7 @@ func (m *Manager) DeleteClusterQueue(name berthv1alpha1.ClusterQueueReference) {
 		delete(m.where, key)
 	}
 	delete(m.queues, name)
+	m.trees = nil
 }
 
 // AddOrUpdateCohort records a cohort's parent, so that events re-activate
@@ -149,6 +158,7 @@ func (m *Manager) AddOrUpdateCohort(obj *berthv1alpha1.Cohort) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.parents[berthv1alpha1.CohortReference(obj.Name)] = obj.Spec.ParentName
+	m.trees = nil
 	m.activateAll()
 }
 
@@ -157,6 +167,7 @@ func (m *Manager) DeleteCohort(name berthv1alpha1.CohortReference) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.parents, name)
+	m.trees = nil
 	m.activateAll()
 }
 
@@ -249,11 +260,17 @@ func (m *Manager) activateTree(name berthv1alpha1.ClusterQueueReference) {
 		m.activate(q)
 		return
 	}
-	root := m.rootOf(q.cohort)
-	for _, other := range m.queues {
-		if other == q || (other.cohort != "" && m.rootOf(other.cohort) == root) {
-			m.activate(other)
+	if m.trees == nil {
+		m.trees = map[berthv1alpha1.CohortReference][]*clusterQueue{}
+		for _, other := range m.queues {
+			if other.cohort != "" {
+				root := m.rootOf(other.cohort)
+				m.trees[root] = append(m.trees[root], other)
+			}
 		}
+	}
+	for _, other := range m.trees[m.rootOf(q.cohort)] {
+		m.activate(other)
 	}
 }
 

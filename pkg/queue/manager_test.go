@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -159,6 +160,59 @@ func TestStatusOnlyUpdateDoesNotReactivate(t *testing.T) {
 	}
 }
 
+// TestEventsFollowTheCohortTree checks that an event re-activates the
+// queues of the cohort tree as it is now, after queues and cohorts moved
+// since the last event.
+func TestEventsFollowTheCohortTree(t *testing.T) {
+	cases := map[string]struct {
+		move func(m *Manager)
+		// waiting is the queue whose workload waits; event gets the event.
+		waiting, event berthv1alpha1.ClusterQueueReference
+	}{
+		"a queue moved to another cohort": {
+			move: func(m *Manager) {
+				m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Cohort("elsewhere").Obj())
+			},
+			waiting: "q", event: "stranger",
+		},
+		"a cohort moved under another root": {
+			move: func(m *Manager) {
+				m.AddOrUpdateCohort(utiltesting.MakeCohort("elsewhere").Parent("root").Obj())
+			},
+			waiting: "stranger", event: "other",
+		},
+		"a queue deleted and added again": {
+			move: func(m *Manager) {
+				m.DeleteClusterQueue("q")
+				m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Cohort("child").Obj())
+			},
+			waiting: "q", event: "other",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := NewManager()
+			m.AddOrUpdateCohort(utiltesting.MakeCohort("child").Parent("root").Obj())
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Cohort("child").Obj())
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("other").Cohort("root").Obj())
+			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("stranger").Cohort("elsewhere").Obj())
+			// An event in each tree before the move.
+			m.QueueInadmissible("other")
+			m.QueueInadmissible("stranger")
+			tc.move(m)
+			_ = m.AddOrUpdateWorkload(utiltesting.MakeWorkload("a", "ns").Obj(), tc.waiting)
+			m.Requeue(m.Heads(nil, nil)[0], RequeueInadmissible)
+			if diff := cmp.Diff([]string{"ns/a"}, m.Inadmissible(tc.waiting)); diff != "" {
+				t.Fatalf("inadmissible before the event (-want +got):\n%s", diff)
+			}
+			m.QueueInadmissible(tc.event)
+			if diff := cmp.Diff([]string{"ns/a"}, m.Order(tc.waiting)); diff != "" {
+				t.Errorf("order after an event in %s (-want +got):\n%s", tc.event, diff)
+			}
+		})
+	}
+}
+
 var cmpEmptySlice = cmp.FilterValues(func(a, b []string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())
 
 // TestActivationAfterMarkIsNotLost is the race of a cycle whose snapshot
@@ -286,5 +340,20 @@ func TestBehindToldOnce(t *testing.T) {
 	_ = m.AddOrUpdateWorkload(big("big-3", 3*time.Second), "q")
 	if diff := cmp.Diff([]string{"big-2<big-1", "big-3<big-1"}, told); diff != "" {
 		t.Errorf("told (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkQueueInadmissible is the event of a finished workload in the
+// large scenario's topology: 1,000 ClusterQueues in 10 cohorts.
+func BenchmarkQueueInadmissible(b *testing.B) {
+	m := NewManager()
+	for i := range 1000 {
+		cohort := fmt.Sprintf("cohort-%d", i/100)
+		m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue(fmt.Sprintf("cq-%04d", i)).Cohort(cohort).Obj())
+	}
+	i := 0
+	for b.Loop() {
+		m.QueueInadmissible(berthv1alpha1.ClusterQueueReference(fmt.Sprintf("cq-%04d", i%1000)))
+		i += 37
 	}
 }
