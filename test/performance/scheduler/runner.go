@@ -227,7 +227,7 @@ wait:
 	}
 	if opts.Profile {
 		stopProfile()
-		err := errors.Join(<-profiled, ProfileHeap(ctx, berth.pprofURL, filepath.Join(opts.OutDir, HeapProfileFile)))
+		err := errors.Join(<-profiled, ProfileHeap(context.WithoutCancel(ctx), berth.pprofURL, filepath.Join(opts.OutDir, HeapProfileFile)))
 		if err != nil {
 			res.Errors = append(res.Errors, err)
 		}
