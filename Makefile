@@ -92,7 +92,7 @@ test-e2e: ## Run the end-to-end tests with kubectl against the local cluster (st
 ##@ Performance
 
 .PHONY: perf
-perf: ## Run the scheduler benchmark's baseline (15,000 workloads); summary in _output/perf/baseline. PERF_FLAGS=--profile adds the controller's profiles.
+perf: ## Run the scheduler benchmark's baseline (15,000 workloads); summary in _output/perf/baseline. PERF_FLAGS=--profile adds CPU and heap profiles.
 	hack/perf.sh baseline $(PERF_FLAGS)
 
 .PHONY: perf-large

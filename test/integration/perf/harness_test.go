@@ -61,20 +61,25 @@ func TestBaselineAtSmallScale(t *testing.T) {
 	expectProfiles(t, filepath.Join(dir, "out"), time.Duration(sum.WallMs)*time.Millisecond)
 }
 
-// expectProfiles checks the controller's profiles in dir: a CPU profile
-// that covers the scenario's wall time and has samples in Berth's code,
-// and a heap profile.
+// expectProfiles checks the profiles in dir: of the controller and of the
+// API server, a CPU profile that covers the scenario's wall time and has
+// samples in the process's own code, and a heap profile.
 func expectProfiles(t *testing.T, dir string, wall time.Duration) {
 	t.Helper()
-	cpu := parseProfile(t, filepath.Join(dir, scheduler.CPUProfileFile))
-	if d := time.Duration(cpu.DurationNanos); d < wall {
-		t.Errorf("the CPU profile covers %s of the scenario's %s", d, wall)
-	}
-	if !scheduler.Sampled(cpu, func(f string) bool { return strings.HasPrefix(f, "github.com/berth-dev/berth/pkg/") }) {
-		t.Errorf("none of the CPU profile's %d samples is in Berth's code", len(cpu.Sample))
-	}
-	if heap := parseProfile(t, filepath.Join(dir, scheduler.HeapProfileFile)); len(heap.Sample) == 0 {
-		t.Error("the heap profile has no samples")
+	for process, code := range map[string]string{
+		scheduler.ControllerProfile: "github.com/berth-dev/berth/pkg/",
+		scheduler.APIServerProfile:  "k8s.io/apiserver/",
+	} {
+		cpu := parseProfile(t, filepath.Join(dir, scheduler.CPUProfileFile(process)))
+		if d := time.Duration(cpu.DurationNanos); d < wall {
+			t.Errorf("the CPU profile of the %s covers %s of the scenario's %s", process, d, wall)
+		}
+		if !scheduler.Sampled(cpu, func(f string) bool { return strings.HasPrefix(f, code) }) {
+			t.Errorf("none of the %d samples of the %s's CPU profile is in %s", len(cpu.Sample), process, code)
+		}
+		if heap := parseProfile(t, filepath.Join(dir, scheduler.HeapProfileFile(process))); len(heap.Sample) == 0 {
+			t.Errorf("the heap profile of the %s has no samples", process)
+		}
 	}
 }
 

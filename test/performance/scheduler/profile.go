@@ -7,30 +7,84 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
+	"k8s.io/client-go/rest"
 )
 
-// ProfileChunk is how long each CPU profile ProfileCPU asks for lasts. Go
+// ProfileChunk is how long each CPU profile a run asks for lasts. Go
 // profiles CPU for a duration fixed up front, and a run's length is not
 // known when it starts, so a run is profiled in consecutive chunks; when
 // the scenario ends, the chunk under way still completes.
 const ProfileChunk = 5 * time.Second
 
-// ProfileCPU profiles the CPU of the process that serves Go's pprof
-// endpoints at base (e.g. http://127.0.0.1:8082) from now until ctx ends,
-// in consecutive profiles of chunk each, and writes them merged to path,
-// for `go tool pprof`. The chunk under way when ctx ends completes, so the
+// The processes Options.Profile profiles, by the names their profiles'
+// files start with.
+const (
+	ControllerProfile = "controller"
+	APIServerProfile  = "kube-apiserver"
+)
+
+// CPUProfileFile is the file of process's CPU profile in a run's output.
+func CPUProfileFile(process string) string { return process + ".cpu.pprof" }
+
+// HeapProfileFile is the file of process's heap profile in a run's output.
+func HeapProfileFile(process string) string { return process + ".heap.pprof" }
+
+// startProfiles starts profiling the CPU of the controller and the API
+// server until ctx ends or the returned function is called. That function
+// waits for the profiles under way, takes both heap profiles and writes
+// them all to dir.
+func startProfiles(ctx context.Context, cfg *rest.Config, berth *ControllerProcess, dir string) (func() error, error) {
+	// The API server serves pprof to its admin, over TLS.
+	apiClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	endpoints := map[string]pprofEndpoint{
+		ControllerProfile: {http.DefaultClient, berth.pprofURL},
+		APIServerProfile:  {apiClient, strings.TrimSuffix(cfg.Host, "/")},
+	}
+	ctx, stop := context.WithCancel(ctx)
+	cpu := make(chan error, len(endpoints))
+	for name, e := range endpoints {
+		go func() { cpu <- e.profileCPU(ctx, ProfileChunk, filepath.Join(dir, CPUProfileFile(name))) }()
+	}
+	return func() error {
+		stop()
+		var errs []error
+		for range endpoints {
+			errs = append(errs, <-cpu)
+		}
+		for name, e := range endpoints {
+			errs = append(errs, e.profileHeap(context.WithoutCancel(ctx), filepath.Join(dir, HeapProfileFile(name))))
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+// pprofEndpoint is where a process serves Go's pprof endpoints: base is
+// the URL they are under, e.g. http://127.0.0.1:8082.
+type pprofEndpoint struct {
+	client *http.Client
+	base   string
+}
+
+// profileCPU profiles the CPU of the process from now until ctx ends, in
+// consecutive profiles of chunk each, and writes them merged to path, for
+// `go tool pprof`. The chunk under way when ctx ends completes, so the
 // profile covers all of the time until then.
-func ProfileCPU(ctx context.Context, base string, chunk time.Duration, path string) error {
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, max(int(chunk.Seconds()), 1))
+func (e pprofEndpoint) profileCPU(ctx context.Context, chunk time.Duration, path string) error {
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.base, max(int(chunk.Seconds()), 1))
 	var parts []*profile.Profile
 	for len(parts) == 0 || ctx.Err() == nil {
 		// Not bound to ctx: a cancelled request would end the chunk
 		// without a profile. The bound only guards against a hung server.
 		fetchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chunk+30*time.Second)
-		p, err := fetchProfile(fetchCtx, url)
+		p, err := e.fetch(fetchCtx, url)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("profiling the CPU (%d profiles taken): %w", len(parts), err)
@@ -44,23 +98,23 @@ func ProfileCPU(ctx context.Context, base string, chunk time.Duration, path stri
 	return writeProfile(path, merged)
 }
 
-// ProfileHeap writes the heap profile of the process that serves pprof at
-// base to path: the memory in use now, and what was allocated since the
-// process started (go tool pprof -sample_index=alloc_space).
-func ProfileHeap(ctx context.Context, base, path string) error {
-	p, err := fetchProfile(ctx, base+"/debug/pprof/heap")
+// profileHeap writes the heap profile of the process to path: the memory
+// in use now, and what was allocated since the process started (go tool
+// pprof -sample_index=alloc_space).
+func (e pprofEndpoint) profileHeap(ctx context.Context, path string) error {
+	p, err := e.fetch(ctx, e.base+"/debug/pprof/heap")
 	if err != nil {
 		return fmt.Errorf("profiling the heap: %w", err)
 	}
 	return writeProfile(path, p)
 }
 
-func fetchProfile(ctx context.Context, url string) (*profile.Profile, error) {
+func (e pprofEndpoint) fetch(ctx context.Context, url string) (*profile.Profile, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -55,13 +55,13 @@ func TestProfileCPUCoversTheWholeRun(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go burn(stop)
-	path := filepath.Join(t.TempDir(), CPUProfileFile)
+	path := filepath.Join(t.TempDir(), CPUProfileFile("controller"))
 	// The run ends in the middle of the third one-second chunk, which
 	// still completes.
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := ProfileCPU(ctx, base, time.Second, path); err != nil {
+	if err := (pprofEndpoint{http.DefaultClient, base}).profileCPU(ctx, time.Second, path); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
@@ -78,8 +78,8 @@ func TestProfileCPUTakesOneChunkWhenTheRunIsOver(t *testing.T) {
 	base := pprofServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	path := filepath.Join(t.TempDir(), CPUProfileFile)
-	if err := ProfileCPU(ctx, base, time.Second, path); err != nil {
+	path := filepath.Join(t.TempDir(), CPUProfileFile("controller"))
+	if err := (pprofEndpoint{http.DefaultClient, base}).profileCPU(ctx, time.Second, path); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Duration(readProfile(t, path).DurationNanos); d < 900*time.Millisecond || d > 2*time.Second {
@@ -90,16 +90,16 @@ func TestProfileCPUTakesOneChunkWhenTheRunIsOver(t *testing.T) {
 func TestProfileCPUNamesAFailedChunk(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	err := ProfileCPU(context.Background(), srv.URL, time.Second, filepath.Join(t.TempDir(), CPUProfileFile))
+	err := pprofEndpoint{http.DefaultClient, srv.URL}.profileCPU(context.Background(), time.Second, filepath.Join(t.TempDir(), CPUProfileFile("controller")))
 	if err == nil || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "0 profiles taken") {
-		t.Errorf("ProfileCPU against a server without pprof: %v, want a 404 naming how far it got", err)
+		t.Errorf("profileCPU against a server without pprof: %v, want a 404 naming how far it got", err)
 	}
 }
 
 func TestProfileHeap(t *testing.T) {
 	base := pprofServer(t)
-	path := filepath.Join(t.TempDir(), HeapProfileFile)
-	if err := ProfileHeap(context.Background(), base, path); err != nil {
+	path := filepath.Join(t.TempDir(), HeapProfileFile("controller"))
+	if err := (pprofEndpoint{http.DefaultClient, base}).profileHeap(context.Background(), path); err != nil {
 		t.Fatal(err)
 	}
 	var types []string

@@ -50,17 +50,11 @@ type Options struct {
 	Creators int
 	// Timeout bounds the scenario, from the first creation.
 	Timeout time.Duration
-	// Profile writes the controller's profiles to OutDir: CPUProfileFile,
-	// its CPU over the whole scenario, and HeapProfileFile, its heap at
-	// the end. Profiling costs the controller a little CPU of its own.
+	// Profile writes the profiles of the controller and the API server to
+	// OutDir (see CPUProfileFile): their CPU over the whole scenario
+	// and their heap at its end. Profiling costs each a little CPU.
 	Profile bool
 }
-
-// The files Options.Profile writes, for go tool pprof.
-const (
-	CPUProfileFile  = "controller.cpu.pprof"
-	HeapProfileFile = "controller.heap.pprof"
-)
 
 // Run runs the scenario end to end and returns its summary.
 func Run(ctx context.Context, opts Options) (*Summary, error) {
@@ -170,20 +164,18 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	}
 	start := time.Now()
 	rec.Start(start)
-	profileCtx, stopProfile := context.WithCancel(ctx)
-	defer stopProfile()
-	profiled := make(chan error, 1)
-	if opts.Profile {
-		go func() {
-			profiled <- ProfileCPU(profileCtx, berth.pprofURL, ProfileChunk, filepath.Join(opts.OutDir, CPUProfileFile))
-		}()
-	}
 	samples := []Sample{{CPU: cpuOf(before.procs)}}
 	sample := func() {
 		samples = append(samples, Sample{At: time.Since(start), Counts: rec.Counts(), CPU: cpuOf(readProcesses(berth.Pid()))})
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
+	finishProfiles := func() error { return nil }
+	if opts.Profile {
+		if finishProfiles, err = startProfiles(runCtx, cfg, berth, opts.OutDir); err != nil {
+			return Result{}, measured{}, err
+		}
+	}
 	createErr := make(chan error, 1)
 	go func() { createErr <- createWorkloads(runCtx, c, s, rec, start, opts.Creators) }()
 	progress := time.NewTicker(5 * time.Second)
@@ -225,12 +217,8 @@ wait:
 	if err != nil {
 		return Result{}, measured{}, err
 	}
-	if opts.Profile {
-		stopProfile()
-		err := errors.Join(<-profiled, ProfileHeap(context.WithoutCancel(ctx), berth.pprofURL, filepath.Join(opts.OutDir, HeapProfileFile)))
-		if err != nil {
-			res.Errors = append(res.Errors, err)
-		}
+	if err := finishProfiles(); err != nil {
+		res.Errors = append(res.Errors, err)
 	}
 	return res, after.since(before), nil
 }

@@ -54,7 +54,7 @@ func run(args []string) error {
 	calibration := fs.Duration("calibration", 5*time.Second, "How long the calibration writes.")
 	creators := fs.Int("creators", 64, "Workloads created at once.")
 	timeout := fs.Duration("timeout", 15*time.Minute, "Longest the scenario may take.")
-	profile := fs.Bool("profile", false, "Write the controller's CPU profile over the scenario and its heap profile at the end to the output directory ("+scheduler.CPUProfileFile+", "+scheduler.HeapProfileFile+").")
+	profile := fs.Bool("profile", false, "Write the CPU profiles of the controller and the API server over the scenario, and their heap profiles at its end, to the output directory (controller.cpu.pprof, kube-apiserver.heap.pprof, ...).")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
