@@ -18,6 +18,13 @@ type PodSet struct {
 
 	// Template is the pod template of the podset's pods. Its requests are
 	// what the podset takes from the queue's quota.
+	//
+	// The template is one field to server-side apply: whoever writes it
+	// owns all of it, as a job integration does. The API server then
+	// records it in the managed fields as one entry instead of one per
+	// field, and every Workload it decodes, stores and sends is smaller.
+	//
+	// +structType=atomic
 	Template corev1.PodTemplateSpec `json:"template"`
 
 	// Count is the number of pods.

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -163,4 +166,36 @@ func TestLocalQueueClusterQueueIsImmutable(t *testing.T) {
 	checkErr(t, server.Client.Update(ctx, lq), nil)
 	lq.Spec.ClusterQueue = "team-b"
 	checkErr(t, server.Client.Update(ctx, lq), []string{"spec.clusterQueue is immutable"})
+}
+
+// A podset's template is one field to server-side apply: the managed
+// fields of the Workload's creator hold it as a leaf, not field by field.
+// Its schema still validates it.
+func TestWorkloadTemplateIsOneManagedField(t *testing.T) {
+	ctx := testContext(t)
+	u := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: atomic-template\n  namespace: default\nspec:\n  queueName: main\n  podSets:\n"+podSet("main", 2, ""))
+	if err := create(ctx, t, u); err != nil {
+		t.Fatal(err)
+	}
+	wl := &berthv1alpha1.Workload{}
+	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(u), wl); err != nil {
+		t.Fatal(err)
+	}
+	if len(wl.ManagedFields) != 1 || wl.ManagedFields[0].FieldsV1 == nil {
+		t.Fatalf("managed fields %+v, want the creator's alone", wl.ManagedFields)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(wl.ManagedFields[0].FieldsV1.GetRawBytes(), &fields); err != nil {
+		t.Fatal(err)
+	}
+	template, found, err := unstructured.NestedMap(fields, "f:spec", "f:podSets", `k:{"name":"main"}`, "f:template")
+	if err != nil || !found || len(template) != 0 {
+		t.Errorf("the creator's fields of the template: %v (found %t, %v), want it as one field: {}", template, found, err)
+	}
+
+	bad := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: atomic-template-invalid\n  namespace: default\nspec:\n  queueName: main\n  podSets:\n  - name: main\n    count: 1\n    template:\n      spec:\n        containers: [{name: c, image: busybox, ports: [{containerPort: \"http\"}]}]\n")
+	err = create(ctx, t, bad)
+	if err == nil || !strings.Contains(err.Error(), "spec.podSets[0].template.spec.containers[0].ports[0].containerPort") {
+		t.Errorf("a template with a string port: %v, want it refused naming the field", err)
+	}
 }
