@@ -51,7 +51,7 @@ func startProfiles(ctx context.Context, cfg *rest.Config, berth *ControllerProce
 	ctx, stop := context.WithCancel(ctx)
 	cpu := make(chan error, len(endpoints))
 	for name, e := range endpoints {
-		go func() { cpu <- e.profileCPU(ctx, ProfileChunk, filepath.Join(dir, CPUProfileFile(name))) }()
+		go func() { cpu <- named(name, e.profileCPU(ctx, ProfileChunk, filepath.Join(dir, CPUProfileFile(name)))) }()
 	}
 	return func() error {
 		stop()
@@ -60,10 +60,18 @@ func startProfiles(ctx context.Context, cfg *rest.Config, berth *ControllerProce
 			errs = append(errs, <-cpu)
 		}
 		for name, e := range endpoints {
-			errs = append(errs, e.profileHeap(context.WithoutCancel(ctx), filepath.Join(dir, HeapProfileFile(name))))
+			errs = append(errs, named(name, e.profileHeap(context.WithoutCancel(ctx), filepath.Join(dir, HeapProfileFile(name)))))
 		}
 		return errors.Join(errs...)
 	}, nil
+}
+
+// named prefixes err, if any, with the process it is about.
+func named(process string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", process, err)
 }
 
 // pprofEndpoint is where a process serves Go's pprof endpoints: base is
