@@ -97,17 +97,25 @@ func Label(labels, name string) string {
 
 // scrape reads a process's metrics endpoint and parses it with parse.
 func scrape(ctx context.Context, url string, parse func(io.Reader) (map[string]int64, error)) (map[string]int64, error) {
+	return get(ctx, http.DefaultClient, url, parse)
+}
+
+// get reads url with c and parses the body of a 200 answer with parse;
+// another answer is an error that quotes the start of its body.
+func get[T any](ctx context.Context, c *http.Client, url string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return zero, fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
 	}
 	return parse(resp.Body)
 }

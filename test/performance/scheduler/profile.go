@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -92,7 +91,7 @@ func (e pprofEndpoint) profileCPU(ctx context.Context, chunk time.Duration, path
 		// Not bound to ctx: a cancelled request would end the chunk
 		// without a profile. The bound only guards against a hung server.
 		fetchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chunk+30*time.Second)
-		p, err := e.fetch(fetchCtx, url)
+		p, err := get(fetchCtx, e.client, url, profile.Parse)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("profiling the CPU (%d profiles taken): %w", len(parts), err)
@@ -110,28 +109,11 @@ func (e pprofEndpoint) profileCPU(ctx context.Context, chunk time.Duration, path
 // in use now, and what was allocated since the process started (go tool
 // pprof -sample_index=alloc_space).
 func (e pprofEndpoint) profileHeap(ctx context.Context, path string) error {
-	p, err := e.fetch(ctx, e.base+"/debug/pprof/heap")
+	p, err := get(ctx, e.client, e.base+"/debug/pprof/heap", profile.Parse)
 	if err != nil {
 		return fmt.Errorf("profiling the heap: %w", err)
 	}
 	return writeProfile(path, p)
-}
-
-func (e pprofEndpoint) fetch(ctx context.Context, url string) (*profile.Profile, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
-	}
-	return profile.Parse(resp.Body)
 }
 
 func writeProfile(path string, p *profile.Profile) error {
