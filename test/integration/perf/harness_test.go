@@ -47,6 +47,14 @@ func TestBaselineAtSmallScale(t *testing.T) {
 	if sum.Workloads != 300 || sum.Unfinished != 0 || sum.Admissions < sum.Workloads {
 		t.Errorf("workloads %d, unfinished %d, admissions %d: want all 300 admitted and finished", sum.Workloads, sum.Unfinished, sum.Admissions)
 	}
+	var preemptions int64
+	for _, n := range sum.Controller.PreemptionsByReason {
+		preemptions += n
+	}
+	if sum.Controller.Admissions != int64(sum.Admissions) || preemptions != int64(sum.Evictions) {
+		t.Errorf("the controller wrote %d admissions and %d preemptions; the runner counted %d and %d evictions",
+			sum.Controller.Admissions, preemptions, sum.Admissions, sum.Evictions)
+	}
 	for _, class := range []string{"small", "medium", "large"} {
 		if c := sum.Classes[class]; c.Count == 0 || c.MaxMs < c.AvgMs {
 			t.Errorf("class %s: %+v, want its workloads measured", class, c)

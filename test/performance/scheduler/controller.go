@@ -137,6 +137,11 @@ func (c *ControllerProcess) Preemptions(ctx context.Context) (map[string]int64, 
 	return scrape(ctx, c.metricsURL, ParsePreemptions)
 }
 
+// Admissions reads how many admissions the controller wrote.
+func (c *ControllerProcess) Admissions(ctx context.Context) (int64, error) {
+	return get(ctx, http.DefaultClient, c.metricsURL, ParseAdmissions)
+}
+
 // Stop ends the controller with SIGTERM, then SIGKILL after 10 s.
 func (c *ControllerProcess) Stop() error {
 	select {

@@ -24,6 +24,16 @@ func ParsePreemptions(r io.Reader) (map[string]int64, error) {
 	return sumBy(r, "berth_preempted_workloads_total", "reason", func(string) bool { return true })
 }
 
+// ParseAdmissions sums berth_admitted_workloads_total over ClusterQueues.
+func ParseAdmissions(r io.Reader) (int64, error) {
+	byQueue, err := sumBy(r, "berth_admitted_workloads_total", "cluster_queue", func(string) bool { return true })
+	var n int64
+	for _, v := range byQueue {
+		n += v
+	}
+	return n, err
+}
+
 // sumBy sums the counter metric of a Prometheus text exposition by the
 // value of label, for the values keep accepts.
 func sumBy(r io.Reader, metric, labelName string, keep func(string) bool) (map[string]int64, error) {

@@ -67,6 +67,18 @@ berth_admitted_workloads_total{cluster_queue="a"} 9
 	}
 }
 
+func TestParseAdmissions(t *testing.T) {
+	text := `# TYPE berth_admitted_workloads_total counter
+berth_admitted_workloads_total{cluster_queue="a"} 9
+berth_admitted_workloads_total{cluster_queue="b"} 4
+berth_preempted_workloads_total{cluster_queue="b",reason="InClusterQueue"} 2
+`
+	got, err := ParseAdmissions(strings.NewReader(text))
+	if err != nil || got != 13 {
+		t.Errorf("ParseAdmissions() = %d, %v; want 13", got, err)
+	}
+}
+
 func TestParseAPIServer(t *testing.T) {
 	text := `# TYPE apiserver_terminated_watchers_total counter
 apiserver_terminated_watchers_total{group="berth.dev",resource="workloads"} 17

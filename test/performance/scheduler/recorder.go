@@ -50,7 +50,22 @@ type record struct {
 }
 
 // everAdmitted reports whether the workload was admitted at least once.
-func (rec *record) everAdmitted() bool { return rec.admitted || rec.finished || rec.evictions > 0 }
+func (rec *record) everAdmitted() bool { return rec.admitted || rec.finished || rec.evictionCount() > 0 }
+
+// evictionCount is how often the workload was evicted: the evictions the
+// recorder saw, or the workload's requeue count if that is higher. Berth
+// requeues a workload that no job owns, as here, in the write that evicts
+// it, and counts that in its status. The watch shows every version, but
+// when the API server closes a watch that fell behind and the version it
+// was at has left the server's watch cache, the informer lists again and
+// shows only the latest version: an eviction and admission between two
+// versions the recorder saw are then only in that count.
+func (rec *record) evictionCount() int {
+	if rec.latest == nil {
+		return rec.evictions
+	}
+	return max(rec.evictions, int(requeues(rec.latest)))
+}
 
 // Recorder watches Workloads, records admissions and evictions, and
 // finishes each admitted workload its runtime after the admission was
@@ -283,7 +298,7 @@ func (r *Recorder) Counts() Counts {
 		if rec.finished {
 			n.Finished++
 		}
-		n.Evictions += rec.evictions
+		n.Evictions += rec.evictionCount()
 	}
 	return n
 }
@@ -326,8 +341,8 @@ func (r *Recorder) Result() Result {
 			// Still holding quota when the run stopped.
 			res.Periods = append(res.Periods, Period{Start: rec.admittedAt, End: time.Since(r.start), Milli: rec.planned.RequestMilli})
 		}
-		res.Evictions += rec.evictions
-		res.Admissions += rec.evictions
+		res.Evictions += rec.evictionCount()
+		res.Admissions += rec.evictionCount()
 		if !rec.finished {
 			res.Unfinished++
 			if len(res.Stuck) < 5 {
@@ -367,7 +382,7 @@ func (r *Recorder) WriteTimeline(w io.Writer) error {
 		p, admitted := rec.planned, rec.everAdmitted()
 		_ = out.Write([]string{p.Namespace, p.Name, p.Class, p.Cohort, strconv.Itoa(int(p.Priority)), strconv.FormatInt(p.RequestMilli, 10),
 			millis(p.Runtime, true), millis(rec.created, true), millis(rec.firstAdmittedAt, admitted), millis(rec.admittedAt, admitted),
-			millis(rec.finishedAt, rec.finished), strconv.Itoa(rec.evictions)})
+			millis(rec.finishedAt, rec.finished), strconv.Itoa(rec.evictionCount())})
 	}
 	out.Flush()
 	return out.Error()

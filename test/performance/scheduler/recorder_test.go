@@ -166,3 +166,46 @@ func TestRecorderFinishes(t *testing.T) {
 func workloadFinished(wl *berthv1alpha1.Workload) bool {
 	return meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1alpha1.WorkloadFinished)
 }
+
+// TestRecorderCountsEvictionsTheWatchSkipped: after the informer lists
+// again, the recorder sees only a workload's latest version. Its requeue
+// count then says how often it was evicted in between, whether the
+// recorder had seen it admitted (twice evicted, once seen) or not (once
+// evicted, never seen admitted before).
+func TestRecorderCountsEvictionsTheWatchSkipped(t *testing.T) {
+	s := &Scenario{Workloads: []Planned{
+		{Namespace: "q0", Name: "seen", Class: "small", Runtime: time.Hour, RequestMilli: 1000},
+		{Namespace: "q0", Name: "unseen", Class: "small", Runtime: time.Hour, RequestMilli: 1000},
+	}}
+	r := NewRecorder(context.Background(), nil, s)
+	r.Start(time.Now())
+	version := func(name string, admitted bool, requeues int32) *berthv1alpha1.Workload {
+		wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "q0", Name: name}}
+		if admitted {
+			wl.Status.Admission = &berthv1alpha1.Admission{ClusterQueue: "q0"}
+			meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Test"})
+		}
+		if requeues > 0 {
+			wl.Status.RequeueState = &berthv1alpha1.RequeueState{Count: &requeues}
+		}
+		return wl
+	}
+	r.observe(version("seen", true, 0))
+	r.observe(version("seen", true, 2))
+	r.observe(version("unseen", false, 0))
+	r.observe(version("unseen", true, 1))
+	for _, rec := range r.records {
+		rec.timer.Stop()
+	}
+	if got, want := r.Counts(), (Counts{Created: 2, Admitted: 2, Running: 2, Evictions: 3}); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+	r.mu.Lock()
+	for _, rec := range r.records {
+		r.finished(rec, time.Since(r.start))
+	}
+	r.mu.Unlock()
+	if res := r.Result(); res.Admissions != 5 || res.Evictions != 3 {
+		t.Errorf("admissions %d, evictions %d; want 5 and 3", res.Admissions, res.Evictions)
+	}
+}

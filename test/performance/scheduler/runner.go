@@ -119,6 +119,12 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if p, err := berth.Preemptions(context.WithoutCancel(ctx)); err == nil && len(p) > 0 {
 		sum.Controller.PreemptionsByReason = p
 	}
+	if n, err := berth.Admissions(context.WithoutCancel(ctx)); err == nil {
+		sum.Controller.Admissions = n
+		if n != int64(sum.Admissions) && res.Unfinished == 0 {
+			log.Info("The controller counted other admissions than the runner", "controller", n, "runner", sum.Admissions)
+		}
+	}
 	if sum.Admissions > 0 {
 		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
 	}

@@ -43,11 +43,11 @@ type Summary struct {
 	// Admissions counts each workload's admissions: its first, and one
 	// more after each eviction.
 	Admissions int `json:"admissions"`
-	// Evictions counts the workloads evicted while they ran. A workload
-	// evicted after its runtime, while its Finished write is on the way,
-	// is not among them: its job is done, and that write finishes it. The
-	// controller's preemptions (Controller.PreemptionsByReason) count
-	// those too.
+	// Evictions counts the evictions of workloads, each of which the
+	// workload ran again after. Admissions and Evictions are the
+	// runner's, from the watch and the workloads' requeue counts; the
+	// controller's own counts are Controller.Admissions and
+	// Controller.PreemptionsByReason.
 	Evictions int `json:"evictions"`
 	// Unfinished counts the workloads not finished when the run stopped
 	// (timeout or interrupt); WallMs is then the time until it stopped.
@@ -88,6 +88,8 @@ type Controller struct {
 	// Writes are the API writes it sent (POST, PUT, PATCH, DELETE).
 	Writes       int64            `json:"writes"`
 	WritesByVerb map[string]int64 `json:"writesByVerb"`
+	// Admissions counts the admissions it wrote.
+	Admissions int64 `json:"admissions"`
 	// PreemptionsByReason counts the preemptions the controller made, by
 	// reason (InClusterQueue, InCohortReclamation, ...).
 	PreemptionsByReason map[string]int64 `json:"preemptionsByReason,omitempty"`
