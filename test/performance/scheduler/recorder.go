@@ -50,7 +50,9 @@ type record struct {
 }
 
 // everAdmitted reports whether the workload was admitted at least once.
-func (rec *record) everAdmitted() bool { return rec.admitted || rec.finished || rec.evictionCount() > 0 }
+func (rec *record) everAdmitted() bool {
+	return rec.admitted || rec.finished || rec.evictionCount() > 0
+}
 
 // evictionCount is how often the workload was evicted: the evictions the
 // recorder saw, or the workload's requeue count if that is higher. Berth
