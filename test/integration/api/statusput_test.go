@@ -1,6 +1,9 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -15,23 +18,35 @@ import (
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
-// methods records the method of every request that passes.
+// methods records the method and the body of every request that passes.
 type methods struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	seen []string
+	next   http.RoundTripper
+	mu     sync.Mutex
+	seen   []string
+	bodies [][]byte
 }
 
 func (m *methods) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			return nil, err
+		}
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	m.mu.Lock()
 	m.seen = append(m.seen, r.Method+" "+r.URL.Path)
+	m.bodies = append(m.bodies, body)
 	m.mu.Unlock()
 	return m.next.RoundTrip(r)
 }
 
 // The manager's client writes a Workload's status as a PUT bound to the
-// version it read: the status changes, the spec and the other writers'
-// managed fields stay, and a stale version is refused.
+// version it read, without the spec: the status changes, the spec, the
+// labels and the creator's managed fields stay as they were, and a stale
+// version is refused.
 func TestManagerClientPutsWorkloadStatus(t *testing.T) {
 	ctx := testContext(t)
 	u := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: status-put\n  namespace: default\n  labels: {app: train}\nspec:\n  queueName: main\n  podSets:\n"+podSet("main", 2, ""))
@@ -60,7 +75,14 @@ func TestManagerClientPutsWorkloadStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "PUT /apis/berth.dev/v1alpha1/namespaces/default/workloads/status-put/status"; len(seen.seen) != 1 || seen.seen[0] != want {
-		t.Errorf("requests %v, want one: %s", seen.seen, want)
+		t.Fatalf("requests %v, want one: %s", seen.seen, want)
+	}
+	var sent map[string]any
+	if err := json.Unmarshal(seen.bodies[0], &sent); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sent["spec"]; ok || sent["status"] == nil {
+		t.Errorf("the PUT sent %s, want the status without the spec", seen.bodies[0])
 	}
 
 	got := &berthv1alpha1.Workload{}
@@ -73,12 +95,13 @@ func TestManagerClientPutsWorkloadStatus(t *testing.T) {
 	if got.Spec.PodSets[0].Count != 2 || got.Labels["app"] != "train" {
 		t.Errorf("spec %+v, labels %v: want them as created", got.Spec, got.Labels)
 	}
-	managers := map[string]bool{}
+	managers := map[string]string{}
 	for _, e := range got.ManagedFields {
-		managers[e.Manager+"/"+e.Subresource] = true
+		managers[e.Manager+"/"+e.Subresource] = string(e.FieldsV1.GetRawBytes())
 	}
-	if len(managers) != 2 {
-		t.Errorf("managed fields of %v, want the creator's kept beside the status writer's", managers)
+	creator := stale.ManagedFields[0]
+	if len(managers) != 2 || managers[creator.Manager+"/"] != string(creator.FieldsV1.GetRawBytes()) {
+		t.Errorf("managed fields %v, want the creator's as they were (%s) beside the status writer's", managers, creator.FieldsV1.GetRawBytes())
 	}
 
 	err = core.Evict(ctx, c, stale, berthv1alpha1.ReasonPreempted, "stale")
