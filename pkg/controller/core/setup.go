@@ -50,22 +50,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 	applier := NewApplier(cl, recorder, pending)
 	concurrency := max(opts.WorkloadConcurrency, 1)
 	statusBudget := newStatusBudget()
-	workloads := &WorkloadReconciler{client: cl, cache: c, queues: q, applier: applier, pending: pending, recorder: recorder,
-		podsReadyTimeout: opts.PodsReadyTimeout, status: n}
 	steps := []func() error{
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("workload").For(&berthv1alpha1.Workload{}).
 				WatchesRawSource(delayed(n.workloads, 0)).
 				WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-				Complete(workloads)
-		},
-		func() error {
-			inf, err := mgr.GetCache().GetInformer(ctx, &berthv1alpha1.Workload{})
-			if err != nil {
-				return err
-			}
-			_, err = inf.AddEventHandler(workloads.ReleaseHandler())
-			return err
+				Complete(&WorkloadReconciler{client: cl, cache: c, queues: q, applier: applier, pending: pending, recorder: recorder,
+					podsReadyTimeout: opts.PodsReadyTimeout, status: n})
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("clusterqueue").For(&berthv1alpha1.ClusterQueue{}).

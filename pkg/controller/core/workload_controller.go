@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,44 +78,6 @@ func (r *WorkloadReconciler) forget(key string) {
 	r.queues.DeleteWorkload(key)
 	if cq := r.cache.DeleteWorkload(key); cq != "" {
 		r.queues.QueueInadmissible(cq)
-	}
-}
-
-// ReleaseHandler is an event handler for the Workload informer that gives
-// back the quota of a workload as soon as the informer shows it done with
-// it: finished, deleted, or evicted and requeued. Its reconcile does the
-// same, but the reconciles wait in the work queue behind every other event
-// of a busy cluster, and the workloads waiting for that quota (a
-// preemptor among them) would wait as long. The reconcile that follows
-// finds nothing left to release.
-func (r *WorkloadReconciler) ReleaseHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) {
-			if wl, ok := obj.(*berthv1alpha1.Workload); ok {
-				r.release(wl)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if wl, ok := obj.(*berthv1alpha1.Workload); ok {
-				r.forget(workload.Key(wl))
-			}
-		},
-	}
-}
-
-// release gives back the quota wl held if wl no longer holds it, as its
-// reconcile would.
-func (r *WorkloadReconciler) release(wl *berthv1alpha1.Workload) {
-	switch {
-	case !wl.DeletionTimestamp.IsZero() || workload.IsFinished(wl):
-		r.forget(workload.Key(wl))
-	case !workload.HasQuotaReservation(wl) && !r.cache.AssumedSince(wl):
-		if cq := r.cache.DeleteWorkload(workload.Key(wl)); cq != "" {
-			r.queues.QueueInadmissible(cq)
-		}
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -113,77 +112,5 @@ func TestWorkloadReconcilerLeavesTheCachedObjectAlone(t *testing.T) {
 		if !check(got) {
 			t.Errorf("%s: the reconciler did not write what it should have", name)
 		}
-	}
-}
-
-// TestReleaseHandlerGivesBackQuotaAtOnce: the informer's event, with no
-// reconcile, releases the quota of a workload that finished, was evicted
-// and requeued, or was deleted (also seen only as a tombstone), and wakes
-// the ClusterQueue's waiting workloads. An outdated pending version of a
-// workload the scheduler has just admitted releases nothing.
-func TestReleaseHandlerGivesBackQuotaAtOnce(t *testing.T) {
-	c := cache.New()
-	c.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("cq").Obj())
-	q := queue.NewManager()
-	r := &WorkloadReconciler{cache: c, queues: q, pending: NewPendingWriter(nil, c.HoldsQuota)}
-	h := r.ReleaseHandler()
-	admitted := func(name string) *berthv1alpha1.Workload {
-		wl := utiltesting.MakeWorkload(name, "ns").Queue("main").Request(1, "cpu", "1").AdmittedIn("cq", "default").Obj()
-		wl.ResourceVersion = "10"
-		if !c.AddOrUpdateWorkload(wl) {
-			t.Fatalf("%s: not tracked", name)
-		}
-		return wl
-	}
-
-	finished := admitted("finished")
-	done := finished.DeepCopy()
-	done.ResourceVersion = "11"
-	workload.SetCondition(done, berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, "Succeeded", "")
-	evicted := admitted("evicted")
-	requeued := evicted.DeepCopy()
-	requeued.ResourceVersion = "11"
-	setRequeued(requeued)
-	deleted := admitted("deleted")
-	lost := admitted("lost")
-	// A workload set aside until quota frees up.
-	q.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("cq").Obj())
-	if err := q.AddOrUpdateWorkload(utiltesting.MakeWorkload("waiting", "ns").Queue("main").Request(1, "cpu", "1").Obj(), "cq"); err != nil {
-		t.Fatal(err)
-	}
-	for _, head := range q.Heads(nil, q.Mark()) {
-		q.Requeue(head, queue.RequeueInadmissible)
-	}
-	if got := q.Inadmissible("cq"); len(got) != 1 {
-		t.Fatalf("set aside: %v, want the waiting workload", got)
-	}
-
-	h.OnUpdate(finished, done)
-	if got := q.Inadmissible("cq"); len(got) != 0 {
-		t.Errorf("still set aside after the quota was released: %v", got)
-	}
-	h.OnUpdate(evicted, requeued)
-	h.OnDelete(deleted)
-	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/lost", Obj: lost})
-	for _, wl := range []*berthv1alpha1.Workload{finished, evicted, deleted, lost} {
-		if c.HoldsQuota(workload.Key(wl)) {
-			t.Errorf("%s still holds quota", wl.Name)
-		}
-	}
-
-	// Admitted by the scheduler from version 20; the informer then shows
-	// version 19, still pending.
-	fresh := utiltesting.MakeWorkload("fresh", "ns").Queue("main").Request(1, "cpu", "1").Obj()
-	fresh.ResourceVersion = "20"
-	info := workload.NewInfo(fresh)
-	info.ClusterQueue = "cq"
-	if err := c.AssumeWorkload(info); err != nil {
-		t.Fatal(err)
-	}
-	older := fresh.DeepCopy()
-	older.ResourceVersion = "19"
-	h.OnUpdate(older, older)
-	if !c.HoldsQuota("ns/fresh") {
-		t.Error("an outdated pending version released the quota of an assumed workload")
 	}
 }
