@@ -48,14 +48,13 @@ func main() {
 
 // defaultProcs is how many threads run the controller's Go code at once,
 // unless the GOMAXPROCS environment variable says otherwise. Its work is
-// one admission loop, reconciles that take microseconds and I/O: on the
-// benchmark it averages 0.13 to 0.14 of a core and peaks at 0.27 over
-// 5 seconds. Go would otherwise take every core of the node, and on an
-// idle core it spins looking for goroutines to run and marks the heap
-// for the garbage collector, CPU the rest of the node could use. In
-// benchmark runs taken in turns, one thread cost about a tenth less CPU
-// than two, relative to the API server's, and the runs took as long (see
-// site/content/operations.md).
+// one admission loop, reconciles that take microseconds and I/O: a small
+// part of one core on the benchmark. Go would otherwise take every core of
+// the node, and on an idle core it spins looking for goroutines to run and
+// marks the heap for the garbage collector, CPU the rest of the node could
+// use. In benchmark runs taken in turns, one thread cost about a tenth
+// less CPU than two, relative to the API server's, and the runs took as
+// long (see site/content/operations.md).
 const defaultProcs = 1
 
 // setProcs sets the number of threads to defaultProcs, unless getenv

@@ -26,11 +26,12 @@ func ParsePreemptions(r io.Reader) (map[string]int64, error) {
 
 // ParseAdmissions sums berth_admitted_workloads_total over ClusterQueues.
 func ParseAdmissions(r io.Reader) (int64, error) {
-	byQueue, err := sumBy(r, "berth_admitted_workloads_total", "cluster_queue", func(string) bool { return true })
 	var n int64
-	for _, v := range byQueue {
-		n += v
-	}
+	err := EachSample(r, func(name, _ string, v float64) {
+		if name == "berth_admitted_workloads_total" {
+			n += int64(v)
+		}
+	})
 	return n, err
 }
 

@@ -343,8 +343,9 @@ func (r *Recorder) Result() Result {
 			// Still holding quota when the run stopped.
 			res.Periods = append(res.Periods, Period{Start: rec.admittedAt, End: time.Since(r.start), Milli: rec.planned.RequestMilli})
 		}
-		res.Evictions += rec.evictionCount()
-		res.Admissions += rec.evictionCount()
+		evictions := rec.evictionCount()
+		res.Evictions += evictions
+		res.Admissions += evictions
 		if !rec.finished {
 			res.Unfinished++
 			if len(res.Stuck) < 5 {
