@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -168,10 +170,11 @@ func TestLocalQueueClusterQueueIsImmutable(t *testing.T) {
 	checkErr(t, server.Client.Update(ctx, lq), []string{"spec.clusterQueue is immutable"})
 }
 
-// A podset's template is one field to server-side apply: the managed
-// fields of the Workload's creator hold it as a leaf, not field by field.
-// Its schema still validates it.
-func TestWorkloadTemplateIsOneManagedField(t *testing.T) {
+// A podset's template and the admission are each one field to server-side
+// apply: the managed fields of the Workload's creator hold the template as
+// a leaf, and those of the admitting writer the admission, not field by
+// field.
+func TestWorkloadTemplateAndAdmissionAreOneManagedField(t *testing.T) {
 	ctx := testContext(t)
 	u := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: atomic-template\n  namespace: default\nspec:\n  queueName: main\n  podSets:\n"+podSet("main", 2, ""))
 	if err := create(ctx, t, u); err != nil {
@@ -181,21 +184,53 @@ func TestWorkloadTemplateIsOneManagedField(t *testing.T) {
 	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(u), wl); err != nil {
 		t.Fatal(err)
 	}
-	if len(wl.ManagedFields) != 1 || wl.ManagedFields[0].FieldsV1 == nil {
+	if len(wl.ManagedFields) != 1 {
 		t.Fatalf("managed fields %+v, want the creator's alone", wl.ManagedFields)
 	}
-	var fields map[string]any
-	if err := json.Unmarshal(wl.ManagedFields[0].FieldsV1.GetRawBytes(), &fields); err != nil {
+	expectLeaf(t, wl.ManagedFields[0], "f:spec", "f:podSets", `k:{"name":"main"}`, "f:template")
+
+	wl.Status.Admission = &berthv1alpha1.Admission{
+		ClusterQueue: "team-a",
+		PodSetAssignments: []berthv1alpha1.PodSetAssignment{{
+			Name:          "main",
+			Flavors:       map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference{corev1.ResourceCPU: "default"},
+			ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Count:         ptr.To[int32](2),
+		}},
+	}
+	if err := server.Client.Status().Update(ctx, wl, client.FieldOwner("admitter")); err != nil {
 		t.Fatal(err)
 	}
-	template, found, err := unstructured.NestedMap(fields, "f:spec", "f:podSets", `k:{"name":"main"}`, "f:template")
-	if err != nil || !found || len(template) != 0 {
-		t.Errorf("the creator's fields of the template: %v (found %t, %v), want it as one field: {}", template, found, err)
+	var admitter *metav1.ManagedFieldsEntry
+	for i, e := range wl.ManagedFields {
+		if e.Manager == "admitter" && e.Subresource == "status" {
+			admitter = &wl.ManagedFields[i]
+		}
 	}
+	if admitter == nil {
+		t.Fatalf("managed fields %+v, want an entry of the admitter's status write", wl.ManagedFields)
+	}
+	expectLeaf(t, *admitter, "f:status", "f:admission")
 
 	bad := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: atomic-template-invalid\n  namespace: default\nspec:\n  queueName: main\n  podSets:\n  - name: main\n    count: 1\n    template:\n      spec:\n        containers: [{name: c, image: busybox, ports: [{containerPort: \"http\"}]}]\n")
-	err = create(ctx, t, bad)
+	err := create(ctx, t, bad)
 	if err == nil || !strings.Contains(err.Error(), "spec.podSets[0].template.spec.containers[0].ports[0].containerPort") {
 		t.Errorf("a template with a string port: %v, want it refused naming the field", err)
+	}
+}
+
+// expectLeaf fails t unless the fields of entry hold path as one field: {}.
+func expectLeaf(t *testing.T, entry metav1.ManagedFieldsEntry, path ...string) {
+	t.Helper()
+	if entry.FieldsV1 == nil {
+		t.Fatalf("managed fields of %s: none", entry.Manager)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields); err != nil {
+		t.Fatal(err)
+	}
+	leaf, found, err := unstructured.NestedMap(fields, path...)
+	if err != nil || !found || len(leaf) != 0 {
+		t.Errorf("%s's fields at %v: %v (found %t, %v), want it as one field: {}", entry.Manager, path, leaf, found, err)
 	}
 }
