@@ -239,7 +239,7 @@ func (c *cycle) settleAdmissions(ctx context.Context) {
 	for _, a := range c.admissions {
 		e := a.e
 		if a.err != nil {
-			log.Error(a.err, "Admitting workload", "workload", a.info.Key)
+			logWriteError(log, a.err, "Admitting workload", "workload", a.info.Key)
 			// The quota stays taken in this cycle's snapshot: handing it
 			// to a later head now could admit the very workloads this one
 			// preempted, and the two would take turns.

@@ -24,6 +24,10 @@ type fakeApplier struct {
 	preempted map[string]string
 	pending   map[string]string
 	failAdmit map[string]bool
+	// admitErr is what a failed Admit returns; a plain error if nil.
+	admitErr error
+	// failPreempt makes Preempt of the keyed workload return the error.
+	failPreempt map[string]error
 	// onPending, if set, runs when a workload is left pending.
 	onPending func(key string)
 }
@@ -36,7 +40,10 @@ func newFakeApplier() *fakeApplier {
 
 func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
 	if f.failAdmit[workload.Key(wl)] {
-		return nil, errors.New("conflict")
+		if f.admitErr != nil {
+			return nil, f.admitErr
+		}
+		return nil, errors.New("write failed")
 	}
 	f.admitted[workload.Key(wl)] = adm
 	delete(f.pending, workload.Key(wl))
@@ -44,6 +51,9 @@ func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *
 }
 
 func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, _ string) error {
+	if err := f.failPreempt[workload.Key(wl)]; err != nil {
+		return err
+	}
 	f.preempted[workload.Key(wl)] = reason
 	return nil
 }

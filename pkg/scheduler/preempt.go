@@ -61,7 +61,7 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		switch {
 		case t.Info.Evicting:
 		case errs[i] != nil:
-			logr.FromContextOrDiscard(ctx).Error(errs[i], "Preempting workload", "workload", t.Info.Key, "preemptor", info.Key)
+			logWriteError(logr.FromContextOrDiscard(ctx), errs[i], "Preempting workload", "workload", t.Info.Key, "preemptor", info.Key)
 			failed++
 		default:
 			c.cache.MarkEvicting(t.Info.Key)
