@@ -4,6 +4,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/controller/core"
 )
 
 // Options configures the job reconcilers and webhooks.
@@ -22,7 +23,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(i.GVK.Group + "-" + i.GVK.Kind).
 		For(i.NewJob().Object()).
 		Owns(&berthv1alpha1.Workload{}).
-		Complete(&JobReconciler{client: mgr.GetClient(), integration: i, manageWithoutQueueName: opts.ManageJobsWithoutQueueName})
+		Complete(core.UntilStopped(&JobReconciler{client: mgr.GetClient(), integration: i, manageWithoutQueueName: opts.ManageJobsWithoutQueueName}))
 	if err != nil {
 		return err
 	}

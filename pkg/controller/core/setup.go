@@ -55,31 +55,31 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manag
 			return ctrl.NewControllerManagedBy(mgr).Named("workload").For(&berthv1alpha1.Workload{}).
 				WatchesRawSource(delayed(n.workloads, 0)).
 				WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-				Complete(&WorkloadReconciler{client: cl, cache: c, queues: q, applier: applier, pending: pending, recorder: recorder,
-					podsReadyTimeout: opts.PodsReadyTimeout, status: n})
+				Complete(UntilStopped(&WorkloadReconciler{client: cl, cache: c, queues: q, applier: applier, pending: pending, recorder: recorder,
+					podsReadyTimeout: opts.PodsReadyTimeout, status: n}))
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("clusterqueue").For(&berthv1alpha1.ClusterQueue{}).
 				WatchesRawSource(delayed(n.clusterQueues, statusDelay)).
-				Complete(&ClusterQueueReconciler{client: cl, workloads: queueWorkloads.Each, cache: c, queues: q, notifier: n, pacer: newStatusPacer(statusBudget), synced: map[string]int64{}})
+				Complete(UntilStopped(&ClusterQueueReconciler{client: cl, workloads: queueWorkloads.Each, cache: c, queues: q, notifier: n, pacer: newStatusPacer(statusBudget), synced: map[string]int64{}}))
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("localqueue").For(&berthv1alpha1.LocalQueue{}).
 				WatchesRawSource(delayed(n.localQueues, statusDelay)).
-				Complete(&LocalQueueReconciler{client: cl, workloads: queueWorkloads.Each, notifier: n, pacer: newStatusPacer(statusBudget), seen: map[types.NamespacedName]int64{}})
+				Complete(UntilStopped(&LocalQueueReconciler{client: cl, workloads: queueWorkloads.Each, notifier: n, pacer: newStatusPacer(statusBudget), seen: map[types.NamespacedName]int64{}}))
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("resourceflavor").For(&berthv1alpha1.ResourceFlavor{}).
-				Complete(&ResourceFlavorReconciler{client: cl, cache: c, queues: q, notifier: n})
+				Complete(UntilStopped(&ResourceFlavorReconciler{client: cl, cache: c, queues: q, notifier: n}))
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("cohort").For(&berthv1alpha1.Cohort{}).
-				Complete(&CohortReconciler{client: cl, cache: c, queues: q})
+				Complete(UntilStopped(&CohortReconciler{client: cl, cache: c, queues: q}))
 		},
 		func() error {
 			return ctrl.NewControllerManagedBy(mgr).Named("workloadpriorityclass").
 				For(&berthv1alpha1.WorkloadPriorityClass{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-				Complete(&WorkloadPriorityClassReconciler{client: cl})
+				Complete(UntilStopped(&WorkloadPriorityClassReconciler{client: cl}))
 		},
 	}
 	for _, step := range steps {
