@@ -19,7 +19,7 @@ func TestFailedWriteIsForgottenAndRetried(t *testing.T) {
 		queues:  []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "4")).Obj()},
 		pending: []*berthv1alpha1.Workload{mkWL("a", "ns").Queue("q").Request(1, "nvidia.com/gpu", "4").Obj()},
 	})
-	e.applier.failAdmit["ns/a"] = true
+	e.applier.failAdmit["ns/a"] = errWrite
 	first := e.sched.Schedule(context.Background())
 	fr := resources.FlavorResource{Flavor: "h100", Resource: "nvidia.com/gpu"}
 	if got := e.cache.Snapshot().ClusterQueues["q"].Used(fr); got != 0 {
@@ -124,7 +124,7 @@ func TestFailedWriteKeepsQuotaForTheCycle(t *testing.T) {
 			},
 		})
 		e.sched.parallelism = parallelism
-		e.applier.failAdmit["ns/high"] = true
+		e.applier.failAdmit["ns/high"] = errWrite
 		got := e.sched.Schedule(context.Background())
 		if diff := cmp.Diff(Stats{Pending: 1}, got); diff != "" {
 			t.Errorf("parallelism %d: stats (-want +got):\n%s", parallelism, diff)
@@ -174,7 +174,7 @@ func TestRequeuedWhileAssumedIsNotDropped(t *testing.T) {
 		queues:  []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "4")).Obj()},
 		pending: []*berthv1alpha1.Workload{w, mkWL("x", "ns").Queue("q").Created(time.Hour).Request(1, "nvidia.com/gpu", "3").Obj()},
 	})
-	e.applier.failAdmit["ns/w"] = true
+	e.applier.failAdmit["ns/w"] = errWrite
 	e.applier.onPending = func(key string) {
 		if key == "ns/x" {
 			newer := w.DeepCopy()

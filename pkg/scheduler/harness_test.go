@@ -23,10 +23,9 @@ type fakeApplier struct {
 	admitted  map[string]*berthv1alpha1.Admission
 	preempted map[string]string
 	pending   map[string]string
-	failAdmit map[string]bool
-	// admitErr is what a failed Admit returns; a plain error if nil.
-	admitErr error
-	// failPreempt makes Preempt of the keyed workload return the error.
+	// failAdmit and failPreempt make Admit and Preempt of the keyed
+	// workload return the error.
+	failAdmit   map[string]error
 	failPreempt map[string]error
 	// onPending, if set, runs when a workload is left pending.
 	onPending func(key string)
@@ -34,16 +33,16 @@ type fakeApplier struct {
 
 var _ Applier = (*fakeApplier)(nil)
 
+// errWrite is a failed write that is not a race with another writer.
+var errWrite = errors.New("write failed")
+
 func newFakeApplier() *fakeApplier {
-	return &fakeApplier{admitted: map[string]*berthv1alpha1.Admission{}, preempted: map[string]string{}, pending: map[string]string{}, failAdmit: map[string]bool{}}
+	return &fakeApplier{admitted: map[string]*berthv1alpha1.Admission{}, preempted: map[string]string{}, pending: map[string]string{}, failAdmit: map[string]error{}}
 }
 
 func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
-	if f.failAdmit[workload.Key(wl)] {
-		if f.admitErr != nil {
-			return nil, f.admitErr
-		}
-		return nil, errors.New("write failed")
+	if err := f.failAdmit[workload.Key(wl)]; err != nil {
+		return nil, err
 	}
 	f.admitted[workload.Key(wl)] = adm
 	delete(f.pending, workload.Key(wl))

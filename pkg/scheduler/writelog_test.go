@@ -69,8 +69,7 @@ func TestRacedWritesAreNotLoggedAsErrors(t *testing.T) {
 				in.admitted = []*berthv1alpha1.Workload{mkWL("low", "ns").Request(1, "nvidia.com/gpu", "4").AdmittedIn("q", "h100").Obj()}
 			}
 			e := newEnv(in)
-			e.applier.failAdmit["ns/w"] = tc.admitErr != nil
-			e.applier.admitErr = tc.admitErr
+			e.applier.failAdmit["ns/w"] = tc.admitErr
 			e.applier.failPreempt = map[string]error{"ns/low": tc.preemptErr}
 
 			var l logged
