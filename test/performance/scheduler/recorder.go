@@ -73,21 +73,26 @@ func (rec *record) evictionCount() int {
 // finishes each admitted workload its runtime after the admission was
 // observed, as a job integration would when the job's pods end.
 type Recorder struct {
-	client client.Client
-	start  time.Time
-	ctx    context.Context
+	client   client.Client
+	scenario *Scenario
+	start    time.Time
+	ctx      context.Context
 
 	mu        sync.Mutex
 	records   map[types.NamespacedName]*record
 	remaining int
 	done      chan struct{}
 	errs      []error
+	// versions are the Workload versions observed, for the quota audit,
+	// until auditStopped says why no more could be trusted.
+	versions     []quotaVersion
+	auditStopped string
 }
 
 // NewRecorder records the workloads of s; c writes the Finished
 // conditions.
 func NewRecorder(ctx context.Context, c client.Client, s *Scenario) *Recorder {
-	r := &Recorder{client: c, ctx: ctx, records: map[types.NamespacedName]*record{}, done: make(chan struct{})}
+	r := &Recorder{client: c, scenario: s, ctx: ctx, records: map[types.NamespacedName]*record{}, done: make(chan struct{})}
 	for i := range s.Workloads {
 		p := &s.Workloads[i]
 		r.records[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &record{planned: p}
@@ -132,6 +137,11 @@ func (r *Recorder) observe(obj any) {
 		return
 	}
 	rec.latest = wl
+	if r.auditStopped == "" {
+		if v, ok := holding(wl, rec.planned.RequestMilli, now); ok {
+			r.versions = append(r.versions, v)
+		}
+	}
 	if rec.observed != nil {
 		close(rec.observed)
 		rec.observed = nil
@@ -158,6 +168,17 @@ func (r *Recorder) observe(obj any) {
 		}
 		admission := rec.admission
 		rec.timer = time.AfterFunc(rec.planned.Runtime, func() { r.finish(key, rec, admission) })
+	}
+}
+
+// WatchRestarted records that the watch failed with err and its
+// informer lists the Workloads again: the versions written since the last
+// one seen may never be shown, so the quota audit stops there.
+func (r *Recorder) WatchRestarted(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.auditStopped == "" && len(r.versions) > 0 {
+		r.auditStopped = fmt.Sprintf("the runner's watch failed %s after the start and listed again: %v", time.Since(r.start).Round(time.Millisecond), err)
 	}
 }
 
@@ -330,6 +351,8 @@ type Result struct {
 	// Stuck names a few unfinished workloads, for the error message.
 	Stuck  []string
 	Errors []error
+	// Quota is the audit of the quota held at every version observed.
+	Quota QuotaAudit
 }
 
 // Result returns what was measured so far.
@@ -360,6 +383,8 @@ func (r *Recorder) Result() Result {
 	if res.Unfinished > 0 {
 		res.Wall = time.Since(r.start)
 	}
+	res.Quota = AuditQuota(r.scenario, r.versions)
+	res.Quota.Incomplete = r.auditStopped
 	return res
 }
 

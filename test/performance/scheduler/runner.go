@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,6 +128,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	if sum.Admissions > 0 {
 		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
+	}
+	if q := sum.Quota; q.Violations > 0 {
+		res.Errors = append(res.Errors, fmt.Errorf("%d Workload versions held more than their quota; the first: %s", q.Violations, q.FirstViolation))
 	}
 	if res.Unfinished > 0 {
 		dumpStuck(ctx, c, res.Stuck, opts.OutDir)
@@ -326,6 +330,10 @@ func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec 
 	if err != nil {
 		return err
 	}
+	opts.DefaultWatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
+		rec.WatchRestarted(err)
+		toolscache.DefaultWatchErrorHandler(ctx, r, err)
+	}
 	ca, err := cache.New(cfg, opts)
 	if err != nil {
 		return err
@@ -466,6 +474,7 @@ func summarize(opts Options, s *Scenario, res Result, cal Calibration) *Summary 
 		WorkloadAPIBoundMs:      workloadAPI.Milliseconds(),
 		Classes:                 map[string]Stats{},
 		UsagePercent:            UsagePercent(res.Periods, res.Wall, nominal),
+		Quota:                   res.Quota,
 		Admissions:              res.Admissions, Evictions: res.Evictions, Unfinished: res.Unfinished,
 	}
 	if lower > 0 {

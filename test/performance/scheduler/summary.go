@@ -53,6 +53,8 @@ type Summary struct {
 	// (timeout or interrupt); WallMs is then the time until it stopped.
 	Unfinished          int     `json:"unfinished"`
 	AdmissionsPerSecond float64 `json:"admissionsPerSecond"`
+	// Quota is the audit that no admission went beyond quota.
+	Quota QuotaAudit `json:"quota"`
 
 	Controller Controller         `json:"controller"`
 	APIServer  APIServer          `json:"apiServer"`
@@ -193,6 +195,9 @@ func Check(s *Summary, targets []Target) []string {
 		case !t.Max && v < t.Limit:
 			misses = append(misses, fmt.Sprintf("%s is %v, below the target of at least %v", t.Name, v, t.Limit))
 		}
+	}
+	if q := s.Quota; q.Violations > 0 {
+		misses = append(misses, fmt.Sprintf("quota.violations is %d: Workloads held more than their quota (the first: %s)", q.Violations, q.FirstViolation))
 	}
 	if s.Unfinished > 0 {
 		misses = append(misses, fmt.Sprintf("%d workloads did not finish: the run was cut short", s.Unfinished))
