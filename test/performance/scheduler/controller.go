@@ -36,7 +36,8 @@ integrations:
 
 // ControllerProcess is a running Berth controller manager process.
 type ControllerProcess struct {
-	cmd *exec.Cmd
+	binary, kubeconfig, config string
+	cmd                        *exec.Cmd
 	// exited is closed when the process has ended, with exitErr set.
 	exited     chan struct{}
 	exitErr    error
@@ -61,38 +62,65 @@ func StartController(ctx context.Context, binary, kubeconfig, dir string) (*Cont
 		return nil, err
 	}
 	c := &ControllerProcess{
+		binary:     binary,
+		kubeconfig: kubeconfig,
+		config:     cfgPath,
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
 		readyzURL:  fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0]),
 		pprofURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[3]),
 		Log:        filepath.Join(dir, "controller.log"),
-		exited:     make(chan struct{}),
 	}
-	log, err := os.Create(c.Log)
-	if err != nil {
+	if err := os.WriteFile(c.Log, nil, 0o644); err != nil {
 		return nil, err
 	}
-	args := []string{"--config", cfgPath}
+	if err := c.start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// start starts the process, its output appended to the log, and waits
+// until it is ready.
+func (c *ControllerProcess) start(ctx context.Context) error {
+	log, err := os.OpenFile(c.Log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	args := []string{"--config", c.config}
 	if level := os.Getenv("BERTH_LOG_LEVEL"); level != "" {
 		// As for the local cluster (hack/local-berth.sh): more detail in
 		// the controller's log, for looking into a run.
 		args = append(args, "--zap-log-level="+level)
 	}
-	c.cmd = exec.Command(binary, args...)
-	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	c.cmd = exec.Command(c.binary, args...)
+	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	if err := c.cmd.Start(); err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
+		return fmt.Errorf("starting %s: %w", c.binary, err)
 	}
+	exited, cmd := make(chan struct{}), c.cmd
+	c.exited = exited
 	go func() {
-		c.exitErr = c.cmd.Wait()
+		c.exitErr = cmd.Wait()
 		_ = log.Close()
-		close(c.exited)
+		close(exited)
 	}()
 	if err := c.waitReady(ctx); err != nil {
-		return nil, errors.Join(err, c.Stop())
+		return errors.Join(err, c.Stop())
 	}
-	return c, nil
+	return nil
+}
+
+// Restart kills the controller with SIGKILL, as a crash or the loss of
+// its node would, and starts it again with the same configuration, its
+// output appended to the same log. It returns once the new process is
+// ready; it leads, and admits, once the lease the killed one held has
+// expired.
+func (c *ControllerProcess) Restart(ctx context.Context) error {
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+	return c.start(ctx)
 }
 
 func (c *ControllerProcess) waitReady(ctx context.Context) error {

@@ -39,7 +39,14 @@
 // workload's times (WriteTimeline) and samples.csv the run's progress and
 // each process's cores every 5 s (WriteSamples).
 //
-// The pure parts (config, generator, bounds, summary) are unit tested; the
+// Every run also audits the quota (QuotaAudit): replayed in the order the
+// API server stored them, the Workload versions the watch showed must
+// never leave a ClusterQueue or cohort holding more than its quota. With
+// Options.RestartEvery the runner kills the controller (SIGKILL) at that
+// interval and starts it again, to show that restarts lose no workload and
+// never admit beyond quota.
+//
+// The pure parts (config, generator, bounds, summary, the audit) are unit tested; the
 // runner needs the envtest binaries in bin/k8s and bin/berth and is driven
 // by cmd/perf and hack/perf.sh. This package must not import Berth's
 // controller packages: the controller is measured as a black box.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -142,4 +143,19 @@ func subtract(after, before map[string]int64) (map[string]int64, int64) {
 		}
 	}
 	return out, total
+}
+
+// add returns the sum of a and b by key, leaving both unchanged.
+func add(a, b map[string]int64) map[string]int64 {
+	if len(b) == 0 {
+		return a
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]int64{}
+	}
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,12 @@ type Options struct {
 	// OutDir (see CPUProfileFile): their CPU over the whole scenario
 	// and their heap at its end. Profiling costs each a little CPU.
 	Profile bool
+	// RestartEvery, when set, kills the controller with SIGKILL at that
+	// interval during the scenario and starts it again: the run then
+	// shows that restarts lose no workload (every one finishes) and never
+	// admit beyond quota (the summary's quota audit). Its wall time
+	// includes each new process's wait for the killed one's lease.
+	RestartEvery time.Duration
 }
 
 // Run runs the scenario end to end and returns its summary.
@@ -63,6 +70,12 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	s, err := Generate(opts.Config, opts.Scale)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Profile && opts.RestartEvery > 0 {
+		return nil, errors.New("a run cannot both profile the controller and restart it")
+	}
+	if opts.RestartEvery > 0 && opts.RestartEvery < MinRestartEvery {
+		return nil, fmt.Errorf("restarts every %s: at least %s apart, or no controller would ever lead", opts.RestartEvery, MinRestartEvery)
 	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, err
@@ -113,14 +126,18 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	sum.Processes = m.procs
 	sum.APIServer = m.apiServer
 	sum.Controller.WatchesStarted = m.watchesStarted
+	sum.Controller.Restarts = m.killed.restarts
 	writes := m.writes
 	sum.Controller.WritesByVerb, sum.Controller.Writes = writes.byVerb, writes.total
 	// The controller starts counting with the run: no preemption comes
 	// before the first workload.
-	if p, err := berth.Preemptions(context.WithoutCancel(ctx)); err == nil && len(p) > 0 {
-		sum.Controller.PreemptionsByReason = p
+	if p, err := berth.Preemptions(context.WithoutCancel(ctx)); err == nil {
+		if p = add(p, m.killed.preemptions); len(p) > 0 {
+			sum.Controller.PreemptionsByReason = p
+		}
 	}
 	if n, err := berth.Admissions(context.WithoutCancel(ctx)); err == nil {
+		n += m.killed.admissions
 		sum.Controller.Admissions = n
 		if n != int64(sum.Admissions) && res.Unfinished == 0 {
 			log.Info("The controller counted other admissions than the runner", "controller", n, "runner", sum.Admissions)
@@ -150,6 +167,76 @@ type measured struct {
 	procs          map[string]Process
 	apiServer      APIServer
 	watchesStarted map[string]int64
+	// killed is what the controller processes killed by restarts did;
+	// writes, watchesStarted and procs include it.
+	killed killedControllers
+}
+
+// MinRestartEvery is the shortest RestartEvery: a new controller waits up
+// to the leader election's lease duration, 15 s by default, for the lease
+// of the one killed, and must have time to admit before the next kill.
+const MinRestartEvery = 20 * time.Second
+
+// killedControllers adds up what the controller processes that
+// RestartEvery killed did, each from the run's start or its own.
+type killedControllers struct {
+	restarts                            int
+	writes, watchesStarted, preemptions map[string]int64
+	admissions                          int64
+	process                             Process
+}
+
+// restartController kills the controller and starts it again. Before, it
+// reads what the process did since base, its counters at the start (or
+// zero), into k; base becomes the new process's zero.
+func restartController(ctx context.Context, berth *ControllerProcess, cs kubernetes.Interface, base *counters, k *killedControllers) error {
+	last, err := readCounters(ctx, berth, cs)
+	if err != nil {
+		return err
+	}
+	preemptions, err := berth.Preemptions(ctx)
+	if err != nil {
+		return err
+	}
+	admissions, err := berth.Admissions(ctx)
+	if err != nil {
+		return err
+	}
+	if err := berth.Restart(ctx); err != nil {
+		return fmt.Errorf("restarting the controller: %w", err)
+	}
+	writes, _ := subtract(last.writes, base.writes)
+	watches, _ := subtract(last.watchesStarted, base.watchesStarted)
+	k.writes, k.watchesStarted = add(k.writes, writes), add(k.watchesStarted, watches)
+	k.preemptions, k.admissions = add(k.preemptions, preemptions), k.admissions+admissions
+	p := last.procs["berth"]
+	k.process.CPUSeconds += p.CPUSeconds - base.procs["berth"].CPUSeconds
+	k.process.MaxRSSBytes = max(k.process.MaxRSSBytes, p.MaxRSSBytes)
+	k.restarts++
+	base.writes, base.watchesStarted = nil, nil
+	base.procs = maps.Clone(base.procs)
+	base.procs["berth"] = Process{}
+	return nil
+}
+
+// withKilled adds the killed controllers' figures to m's.
+func (m measured) withKilled(k killedControllers) measured {
+	m.killed = k
+	if k.restarts == 0 {
+		return m
+	}
+	m.writes.byVerb = add(m.writes.byVerb, k.writes)
+	m.writes.total = 0
+	for _, n := range m.writes.byVerb {
+		m.writes.total += n
+	}
+	m.watchesStarted = add(m.watchesStarted, k.watchesStarted)
+	m.procs = maps.Clone(m.procs)
+	p := m.procs["berth"]
+	p.CPUSeconds = round(p.CPUSeconds + k.process.CPUSeconds)
+	p.MaxRSSBytes = max(p.MaxRSSBytes, k.process.MaxRSSBytes)
+	m.procs["berth"] = p
+	return m
 }
 
 // runScenario creates the workloads on schedule and waits until all are
@@ -175,8 +262,23 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	start := time.Now()
 	rec.Start(start)
 	samples := []Sample{{CPU: cpuOf(before.procs)}}
+	// base is the controller process's counters at the start, or zero
+	// for one started by a restart.
+	base := before
+	var killed killedControllers
 	sample := func() {
-		samples = append(samples, Sample{At: time.Since(start), Counts: rec.Counts(), CPU: cpuOf(readProcesses(berth.Pid()))})
+		cpu := cpuOf(readProcesses(berth.Pid()))
+		if killed.restarts > 0 {
+			// The count goes on from where the killed processes left it.
+			cpu["berth"] += before.procs["berth"].CPUSeconds + killed.process.CPUSeconds
+		}
+		samples = append(samples, Sample{At: time.Since(start), Counts: rec.Counts(), CPU: cpu})
+	}
+	var restart <-chan time.Time
+	if opts.RestartEvery > 0 {
+		t := time.NewTicker(opts.RestartEvery)
+		defer t.Stop()
+		restart = t.C
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -205,6 +307,14 @@ wait:
 		case <-progress.C:
 			sample()
 			ctrl.LoggerFrom(ctx).Info("Progress", rec.Progress()...)
+		case <-restart:
+			// The outer context: a restart under way completes even if
+			// the run's time ends meanwhile, so the end can measure.
+			if err := restartController(ctx, berth, cs, &base, &killed); err != nil {
+				cancel()
+				return Result{}, measured{}, err
+			}
+			ctrl.LoggerFrom(ctx).Info("Restarted the controller", "restarts", killed.restarts)
 		}
 	}
 	if exited {
@@ -230,7 +340,7 @@ wait:
 	if err := finishProfiles(); err != nil {
 		res.Errors = append(res.Errors, err)
 	}
-	return res, after.since(before), nil
+	return res, after.since(base).withKilled(killed), nil
 }
 
 // counters are the running totals runScenario reads before and after the

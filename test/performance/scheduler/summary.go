@@ -100,6 +100,10 @@ type Controller struct {
 	// 10 minutes) and the controller opened again.
 	WatchesStarted     map[string]int64 `json:"watchesStarted,omitempty"`
 	WritesPerAdmission float64          `json:"writesPerAdmission"`
+	// Restarts counts the times the run killed the controller and started
+	// it again (perf run --restart-every); its figures above add up every
+	// process it ran.
+	Restarts int `json:"restarts,omitempty"`
 }
 
 // Process is what one process cost, from /proc.

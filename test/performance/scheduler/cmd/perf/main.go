@@ -55,6 +55,7 @@ func run(args []string) error {
 	creators := fs.Int("creators", 64, "Workloads created at once.")
 	timeout := fs.Duration("timeout", 15*time.Minute, "Longest the scenario may take.")
 	profile := fs.Bool("profile", false, "Write the CPU profiles of the controller and the API server over the scenario, and their heap profiles at its end, to the output directory (controller.cpu.pprof, kube-apiserver.heap.pprof, ...).")
+	restartEvery := fs.Duration("restart-every", 0, "Kill the controller with SIGKILL at this interval during the scenario and start it again, to show that restarts lose nothing and never admit beyond quota; 0 never does.")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -71,7 +72,7 @@ func run(args []string) error {
 	sum, runErr := scheduler.Run(ctx, scheduler.Options{
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
 		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Timeout: *timeout,
-		Profile: *profile,
+		Profile: *profile, RestartEvery: *restartEvery,
 	})
 	if sum == nil {
 		return runErr
