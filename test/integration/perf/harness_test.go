@@ -20,21 +20,12 @@ import (
 )
 
 func TestBaselineAtSmallScale(t *testing.T) {
-	root := apiserver.RepoRoot()
-	dir := t.TempDir()
-	berth := filepath.Join(dir, "berth")
-	build := exec.Command("go", "build", "-o", berth, "./cmd/berth")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the controller: %v\n%s", err, out)
-	}
-	cfg, err := scheduler.LoadConfig(filepath.Join(root, "test/performance/scheduler/configs/baseline.yaml"))
+	dir, berth := t.TempDir(), buildController(t)
+	cfg, err := scheduler.LoadConfig(filepath.Join(apiserver.RepoRoot(), "test/performance/scheduler/configs/baseline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := testr.New(t)
-	ctrl.SetLogger(log)
-	ctx, cancel := context.WithTimeout(ctrl.LoggerInto(context.Background(), log), 4*time.Minute)
+	ctx, cancel := testContext(t)
 	defer cancel()
 	sum, err := scheduler.Run(ctx, scheduler.Options{
 		Name: "baseline", Config: cfg, Scale: 0.02, Berth: berth, OutDir: filepath.Join(dir, "out"),
@@ -66,7 +57,88 @@ func TestBaselineAtSmallScale(t *testing.T) {
 	if sum.Controller.Writes == 0 || sum.Controller.CPUSeconds <= 0 || sum.Controller.WritesPerAdmission <= 0 {
 		t.Errorf("the controller's cost was not measured: %+v", sum.Controller)
 	}
+	expectNoQuotaExceeded(t, sum)
 	expectProfiles(t, filepath.Join(dir, "out"), time.Duration(sum.WallMs)*time.Millisecond)
+}
+
+// restartScenario lasts long enough for a restart mid-run: one cohort of
+// two ClusterQueues with 4 cpu each, where smalls arrive for 36 s and
+// larges, which preempt them, every 5 s. The restart comes at 30 s, and
+// the new leader has the rest done before a second one at 60 s.
+const restartScenario = `
+cohorts:
+- className: cohort
+  count: 1
+  queuesSets:
+  - className: cq
+    count: 2
+    nominalQuota: 4
+    borrowingLimit: 4
+    reclaimWithinCohort: Any
+    withinClusterQueue: LowerPriority
+    workloadsSets:
+    - count: 72
+      creationIntervalMs: 500
+      workloads:
+      - {className: small, runtimeMs: 500, priority: 50, request: 1}
+    - count: 7
+      creationIntervalMs: 5000
+      workloads:
+      - {className: large, runtimeMs: 2000, priority: 200, request: 4}
+`
+
+// TestRestartedControllerLosesNothing kills the controller with SIGKILL
+// during a run: its successor waits for the lease, and every workload still
+// finishes, never beyond quota.
+func TestRestartedControllerLosesNothing(t *testing.T) {
+	cfg, err := scheduler.ParseConfig([]byte(restartScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := testContext(t)
+	defer cancel()
+	sum, err := scheduler.Run(ctx, scheduler.Options{
+		Name: "restart", Config: cfg, Scale: 1, Berth: buildController(t), OutDir: t.TempDir(),
+		CalibrationWorkers: 8, CalibrationDuration: time.Second, Creators: 16, Timeout: 2 * time.Minute,
+		RestartEvery: scheduler.MinRestartEvery,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Controller.Restarts == 0 || sum.Unfinished != 0 {
+		t.Errorf("%d restarts, %d of %d workloads unfinished: want a restart and every workload finished", sum.Controller.Restarts, sum.Unfinished, sum.Workloads)
+	}
+	if sum.Controller.Admissions == 0 || sum.Controller.Writes < sum.Controller.Admissions {
+		t.Errorf("the controller's figures %+v do not add up its processes", sum.Controller)
+	}
+	expectNoQuotaExceeded(t, sum)
+}
+
+// expectNoQuotaExceeded checks the run's quota audit: every workload's
+// create, admission and finish replayed, none beyond quota.
+func expectNoQuotaExceeded(t *testing.T, sum *scheduler.Summary) {
+	t.Helper()
+	q := sum.Quota
+	if q.Versions < 3*sum.Workloads || q.Violations != 0 || q.Incomplete != "" || q.PeakCohortPercent <= 0 || q.PeakCohortPercent > 100 {
+		t.Errorf("quota audit %+v, want at least %d versions replayed, complete, without violation", q, 3*sum.Workloads)
+	}
+}
+
+func buildController(t *testing.T) string {
+	t.Helper()
+	berth := filepath.Join(t.TempDir(), "berth")
+	build := exec.Command("go", "build", "-o", berth, "./cmd/berth")
+	build.Dir = apiserver.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the controller: %v\n%s", err, out)
+	}
+	return berth
+}
+
+func testContext(t *testing.T) (context.Context, context.CancelFunc) {
+	log := testr.New(t)
+	ctrl.SetLogger(log)
+	return context.WithTimeout(ctrl.LoggerInto(context.Background(), log), 4*time.Minute)
 }
 
 // expectProfiles checks the profiles in dir: of the controller and of the

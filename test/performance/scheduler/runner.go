@@ -174,8 +174,9 @@ type measured struct {
 
 // MinRestartEvery is the shortest RestartEvery: a new controller waits up
 // to the leader election's lease duration, 15 s by default, for the lease
-// of the one killed, and must have time to admit before the next kill.
-const MinRestartEvery = 20 * time.Second
+// of the one killed, and 2 s more between its tries for it; it must have
+// time to admit before the next kill.
+const MinRestartEvery = 30 * time.Second
 
 // killedControllers adds up what the controller processes that
 // RestartEvery killed did, each from the run's start or its own.
