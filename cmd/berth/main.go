@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -123,6 +125,9 @@ func managerOptions(cfg *configv1alpha1.Configuration, restConfig *rest.Config, 
 		LeaderElection:          ptr.Deref(cfg.LeaderElection.LeaderElect, true),
 		LeaderElectionID:        cfg.LeaderElection.ResourceName,
 		LeaderElectionNamespace: cfg.LeaderElection.ResourceNamespace,
+		LeaseDuration:           durationOf(cfg.LeaderElection.LeaseDuration),
+		RenewDeadline:           durationOf(cfg.LeaderElection.RenewDeadline),
+		RetryPeriod:             durationOf(cfg.LeaderElection.RetryPeriod),
 		// A new leader must not run a cycle on the old leader's heels.
 		LeaderElectionReleaseOnCancel: false,
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -132,6 +137,14 @@ func managerOptions(cfg *configv1alpha1.Configuration, restConfig *rest.Config, 
 			TLSOpts: tlsOpts,
 		}),
 	}, nil
+}
+
+// durationOf is d as controller-runtime takes it: nil for its default.
+func durationOf(d *metav1.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	return &d.Duration
 }
 
 func addProbes(mgr ctrl.Manager, certsMgr *certs.Manager) error {

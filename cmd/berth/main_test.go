@@ -2,7 +2,18 @@ package main
 
 import (
 	"runtime"
+	"slices"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	"github.com/berth-dev/berth/pkg/config"
+	"github.com/berth-dev/berth/pkg/controller"
 )
 
 // TestSetProcs: the controller runs on defaultProcs threads, unless
@@ -17,5 +28,25 @@ func TestSetProcs(t *testing.T) {
 	env := map[string]string{"GOMAXPROCS": "3"}
 	if got := setProcs(func(k string) string { return env[k] }); got != 3 {
 		t.Errorf("with GOMAXPROCS=3: %d threads, want 3", got)
+	}
+}
+
+// TestManagerOptionsCarryTheLeaseTiming: the configuration's lease timing
+// reaches the manager's leader election.
+func TestManagerOptionsCarryTheLeaseTiming(t *testing.T) {
+	cfg := &configv1alpha1.Configuration{}
+	cfg.LeaderElection.LeaseDuration = &metav1.Duration{Duration: 6 * time.Second}
+	config.SetDefaults(cfg)
+	scheme := k8sruntime.NewScheme()
+	if err := controller.AddToScheme(scheme, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := managerOptions(cfg, &rest.Config{Host: "https://127.0.0.1:6443"}, scheme, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []time.Duration{ptr.Deref(opts.LeaseDuration, 0), ptr.Deref(opts.RenewDeadline, 0), ptr.Deref(opts.RetryPeriod, 0)}
+	if want := []time.Duration{6 * time.Second, 10 * time.Second, 2 * time.Second}; !slices.Equal(got, want) {
+		t.Errorf("lease duration, renew deadline and retry period %v, want %v", got, want)
 	}
 }

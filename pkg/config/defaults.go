@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -32,9 +34,7 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	if cfg.Integrations.Frameworks == nil {
 		cfg.Integrations.Frameworks = DefaultFrameworks()
 	}
-	if cfg.WaitForPodsReady.Timeout == nil {
-		cfg.WaitForPodsReady.Timeout = &metav1.Duration{Duration: configv1alpha1.DefaultWaitForPodsReadyTimeout}
-	}
+	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
 }
 
 func setClientConnectionDefaults(c *configv1alpha1.ClientConnection) {
@@ -52,6 +52,15 @@ func setLeaderElectionDefaults(le *configv1alpha1.LeaderElection) {
 	}
 	setString(&le.ResourceName, configv1alpha1.DefaultLeaderElectionResourceName)
 	setString(&le.ResourceNamespace, configv1alpha1.DefaultNamespace)
+	setDuration(&le.LeaseDuration, configv1alpha1.DefaultLeaseDuration)
+	setDuration(&le.RenewDeadline, configv1alpha1.DefaultRenewDeadline)
+	setDuration(&le.RetryPeriod, configv1alpha1.DefaultRetryPeriod)
+}
+
+func setDuration(d **metav1.Duration, def time.Duration) {
+	if *d == nil {
+		*d = &metav1.Duration{Duration: def}
+	}
 }
 
 func setWebhookDefaults(w *configv1alpha1.Webhook) {

@@ -20,6 +20,9 @@ func defaulted() *configv1alpha1.Configuration {
 			LeaderElect:       ptr.To(true),
 			ResourceName:      "berth.dev",
 			ResourceNamespace: "berth-system",
+			LeaseDuration:     &metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     &metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       &metav1.Duration{Duration: 2 * time.Second},
 		},
 		Health:  configv1alpha1.Health{HealthProbeBindAddress: ":8081"},
 		Metrics: configv1alpha1.Metrics{BindAddress: ":8080"},
@@ -49,7 +52,7 @@ func TestSetDefaults(t *testing.T) {
 		"set values are kept": {
 			in: &configv1alpha1.Configuration{
 				ClientConnection:       configv1alpha1.ClientConnection{QPS: 50},
-				LeaderElection:         configv1alpha1.LeaderElection{LeaderElect: ptr.To(false)},
+				LeaderElection:         configv1alpha1.LeaderElection{LeaderElect: ptr.To(false), RetryPeriod: &metav1.Duration{Duration: time.Second}},
 				Webhook:                configv1alpha1.Webhook{Port: 10250, Host: "127.0.0.1"},
 				InternalCertManagement: configv1alpha1.InternalCertManagement{Enable: ptr.To(false), ExtraIPs: []string{"127.0.0.1"}},
 				DefaultSchedulerName:   "gpu-scheduler",
@@ -59,6 +62,7 @@ func TestSetDefaults(t *testing.T) {
 				cfg := defaulted()
 				cfg.ClientConnection.QPS = 50
 				cfg.LeaderElection.LeaderElect = ptr.To(false)
+				cfg.LeaderElection.RetryPeriod = &metav1.Duration{Duration: time.Second}
 				cfg.Webhook.Port = 10250
 				cfg.Webhook.Host = "127.0.0.1"
 				cfg.InternalCertManagement.Enable = ptr.To(false)

@@ -5,10 +5,13 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/leaderelection"
 
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 )
@@ -69,7 +72,37 @@ func validateLeaderElection(le *configv1alpha1.LeaderElection, path *field.Path)
 	var errs field.ErrorList
 	errs = append(errs, dnsSubdomain(le.ResourceName, path.Child("resourceName"))...)
 	errs = append(errs, dnsLabel(le.ResourceNamespace, path.Child("resourceNamespace"))...)
+	lease, renew, retry := durationOf(le.LeaseDuration), durationOf(le.RenewDeadline), durationOf(le.RetryPeriod)
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"leaseDuration", lease}, {"renewDeadline", renew}, {"retryPeriod", retry}} {
+		if d.value <= 0 {
+			errs = append(errs, field.Invalid(path.Child(d.name), d.value.String(), "must be greater than 0"))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// client-go's leader election refuses to start otherwise: the leader
+	// must give up before its Lease runs out, and have time to retry,
+	// with jitter, before it gives up.
+	if renew >= lease {
+		errs = append(errs, field.Invalid(path.Child("renewDeadline"), renew.String(), fmt.Sprintf("must be shorter than leaseDuration (%s)", lease)))
+	}
+	if minRenew := time.Duration(leaderelection.JitterFactor * float64(retry)); renew <= minRenew {
+		errs = append(errs, field.Invalid(path.Child("renewDeadline"), renew.String(),
+			fmt.Sprintf("must be longer than retryPeriod (%s) times %v, the jitter of the retries", retry, leaderelection.JitterFactor)))
+	}
 	return errs
+}
+
+// durationOf is d's duration, 0 if unset.
+func durationOf(d *metav1.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
 }
 
 func validateBindAddress(addr string, path *field.Path) field.ErrorList {

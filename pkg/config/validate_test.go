@@ -52,6 +52,34 @@ func TestValidate(t *testing.T) {
 			},
 			wantFields: []string{"FieldValueInvalid leaderElection.resourceName", "FieldValueInvalid leaderElection.resourceNamespace"},
 		},
+		"shorter lease timing that client-go takes": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.LeaderElection.LeaseDuration = &metav1.Duration{Duration: 4 * time.Second}
+				cfg.LeaderElection.RenewDeadline = &metav1.Duration{Duration: 3 * time.Second}
+				cfg.LeaderElection.RetryPeriod = &metav1.Duration{Duration: time.Second}
+			},
+		},
+		"a lease timing of zero": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.LeaderElection.LeaseDuration = &metav1.Duration{}
+				cfg.LeaderElection.RetryPeriod = &metav1.Duration{Duration: -time.Second}
+			},
+			wantFields: []string{"FieldValueInvalid leaderElection.leaseDuration", "FieldValueInvalid leaderElection.retryPeriod"},
+		},
+		"a renew deadline as long as the lease": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.LeaderElection.RenewDeadline = &metav1.Duration{Duration: 15 * time.Second}
+			},
+			wantFields: []string{"FieldValueInvalid leaderElection.renewDeadline"},
+		},
+		"a renew deadline with no room for a retry's jitter": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.LeaderElection.RenewDeadline = &metav1.Duration{Duration: 12 * time.Second}
+				cfg.LeaderElection.RetryPeriod = &metav1.Duration{Duration: 10 * time.Second}
+				cfg.LeaderElection.LeaseDuration = &metav1.Duration{Duration: 20 * time.Second}
+			},
+			wantFields: []string{"FieldValueInvalid leaderElection.renewDeadline"},
+		},
 		"lease names are not checked without leader election": {
 			change: func(cfg *configv1alpha1.Configuration) {
 				cfg.LeaderElection.LeaderElect = ptr.To(false)

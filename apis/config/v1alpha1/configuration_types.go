@@ -79,6 +79,21 @@ type LeaderElection struct {
 	// ResourceNamespace is the namespace of that Lease. Default
 	// "berth-system".
 	ResourceNamespace string `json:"resourceNamespace,omitempty"`
+
+	// LeaseDuration is how long the Lease holds after its leader last
+	// renewed it: when a leader dies without giving it up, no workload is
+	// admitted for up to this long. Shorter fails over sooner, at the cost
+	// of more renewals. Default 15s.
+	LeaseDuration *metav1.Duration `json:"leaseDuration,omitempty"`
+
+	// RenewDeadline is how long the leader keeps trying to renew the
+	// Lease before it stops leading (and exits). Must be shorter than
+	// LeaseDuration. Default 10s.
+	RenewDeadline *metav1.Duration `json:"renewDeadline,omitempty"`
+
+	// RetryPeriod is how often the leader renews the Lease, and how often
+	// the other replicas try to take it. Default 2s.
+	RetryPeriod *metav1.Duration `json:"retryPeriod,omitempty"`
 }
 
 // Health configures the probe endpoint.
