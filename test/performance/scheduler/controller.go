@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -168,6 +170,38 @@ func (c *ControllerProcess) Preemptions(ctx context.Context) (map[string]int64, 
 // Admissions reads how many admissions the controller wrote.
 func (c *ControllerProcess) Admissions(ctx context.Context) (int64, error) {
 	return get(ctx, http.DefaultClient, c.metricsURL, ParseAdmissions)
+}
+
+// controllerSnapshot is all the controller counted, at one moment.
+type controllerSnapshot struct {
+	writes, watchesStarted, preemptions map[string]int64
+	admissions                          int64
+	process                             Process
+}
+
+// snapshot reads the controller's counts from one scrape of its metrics,
+// and its cost, as quickly as it can: before a kill, whatever the
+// controller does after it is lost from its counts.
+func (c *ControllerProcess) snapshot(ctx context.Context) (controllerSnapshot, error) {
+	var s controllerSnapshot
+	body, err := get(ctx, http.DefaultClient, c.metricsURL, io.ReadAll)
+	if err != nil {
+		return s, err
+	}
+	if s.process, err = ReadProcess(c.Pid()); err != nil {
+		return s, err
+	}
+	if s.writes, err = ParseWrites(bytes.NewReader(body)); err != nil {
+		return s, err
+	}
+	if s.watchesStarted, err = ParseWatchesStarted(bytes.NewReader(body)); err != nil {
+		return s, err
+	}
+	if s.preemptions, err = ParsePreemptions(bytes.NewReader(body)); err != nil {
+		return s, err
+	}
+	s.admissions, err = ParseAdmissions(bytes.NewReader(body))
+	return s, err
 }
 
 // Stop ends the controller with SIGTERM, then SIGKILL after 10 s.

@@ -187,19 +187,11 @@ type killedControllers struct {
 	process                             Process
 }
 
-// restartController kills the controller and starts it again. Before, it
-// reads what the process did since base, its counters at the start (or
-// zero), into k; base becomes the new process's zero.
-func restartController(ctx context.Context, berth *ControllerProcess, cs kubernetes.Interface, base *counters, k *killedControllers) error {
-	last, err := readCounters(ctx, berth, cs)
-	if err != nil {
-		return err
-	}
-	preemptions, err := berth.Preemptions(ctx)
-	if err != nil {
-		return err
-	}
-	admissions, err := berth.Admissions(ctx)
+// restartController kills the controller and starts it again. Just
+// before, it reads what the process did since base, its counters at the
+// start (or zero), into k; base becomes the new process's zero.
+func restartController(ctx context.Context, berth *ControllerProcess, base *counters, k *killedControllers) error {
+	last, err := berth.snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -209,10 +201,9 @@ func restartController(ctx context.Context, berth *ControllerProcess, cs kuberne
 	writes, _ := subtract(last.writes, base.writes)
 	watches, _ := subtract(last.watchesStarted, base.watchesStarted)
 	k.writes, k.watchesStarted = add(k.writes, writes), add(k.watchesStarted, watches)
-	k.preemptions, k.admissions = add(k.preemptions, preemptions), k.admissions+admissions
-	p := last.procs["berth"]
-	k.process.CPUSeconds += p.CPUSeconds - base.procs["berth"].CPUSeconds
-	k.process.MaxRSSBytes = max(k.process.MaxRSSBytes, p.MaxRSSBytes)
+	k.preemptions, k.admissions = add(k.preemptions, last.preemptions), k.admissions+last.admissions
+	k.process.CPUSeconds += last.process.CPUSeconds - base.procs["berth"].CPUSeconds
+	k.process.MaxRSSBytes = max(k.process.MaxRSSBytes, last.process.MaxRSSBytes)
 	k.restarts++
 	base.writes, base.watchesStarted = nil, nil
 	base.procs = maps.Clone(base.procs)
@@ -311,7 +302,7 @@ wait:
 		case <-restart:
 			// The outer context: a restart under way completes even if
 			// the run's time ends meanwhile, so the end can measure.
-			if err := restartController(ctx, berth, cs, &base, &killed); err != nil {
+			if err := restartController(ctx, berth, &base, &killed); err != nil {
 				cancel()
 				return Result{}, measured{}, err
 			}
