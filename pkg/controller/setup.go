@@ -71,6 +71,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	sched := scheduler.New(c, q, applier, scheduler.WithParallelism(admissionWriters))
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
+		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {
+			return err
+		}
 		if err := prime(ctx, mgr.GetClient(), c); err != nil {
 			return err
 		}
@@ -81,7 +84,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 // prime loads the quota held by workloads before the first cycle, so that
 // a controller that starts (or restarts, or takes over as leader) never
-// hands out quota that workloads admitted earlier still hold. The
+// hands out quota that workloads admitted earlier still hold. It reads the
+// cache, which waitForWorkloads has brought up to the API server's state. The
 // reconcilers would load the same, but with no ordering against the
 // scheduler's first cycle.
 func prime(ctx context.Context, c client.Reader, engine *cache.Cache) error {
