@@ -30,18 +30,19 @@ const (
 // sure they did, however far behind a busy API server's watch has fallen.
 // The list is of metadata only, once per leadership.
 func waitForWorkloads(ctx context.Context, live, cached client.Reader) error {
+	start := time.Now()
 	want, err := liveWorkloads(ctx, live)
 	if err != nil {
 		return err
 	}
-	total, start, relisted, logged := len(want), time.Now(), time.Now(), time.Now()
+	total, listed, relisted, logged := len(want), time.Since(start), time.Now(), time.Now()
 	for {
 		behind, err := behindIn(ctx, cached, want)
 		if err != nil {
 			return err
 		}
 		if len(behind) == 0 {
-			ctrl.LoggerFrom(ctx).V(2).Info("The cache holds every Workload write", "workloads", total, "waited", time.Since(start))
+			ctrl.LoggerFrom(ctx).V(2).Info("The cache holds every Workload write", "workloads", total, "listed", listed, "waited", time.Since(start))
 			return nil
 		}
 		if time.Since(logged) >= 10*time.Second {
