@@ -152,26 +152,6 @@ func (c *ControllerProcess) waitReady(ctx context.Context) error {
 // Pid is the controller's process id.
 func (c *ControllerProcess) Pid() int { return c.cmd.Process.Pid }
 
-// Writes are the API writes the controller sent so far, by HTTP method.
-func (c *ControllerProcess) Writes(ctx context.Context) (map[string]int64, error) {
-	return scrape(ctx, c.metricsURL, ParseWrites)
-}
-
-// WatchesStarted reads how many watches the controller opened, by resource.
-func (c *ControllerProcess) WatchesStarted(ctx context.Context) (map[string]int64, error) {
-	return scrape(ctx, c.metricsURL, ParseWatchesStarted)
-}
-
-// Preemptions reads how many workloads the controller preempted, by reason.
-func (c *ControllerProcess) Preemptions(ctx context.Context) (map[string]int64, error) {
-	return scrape(ctx, c.metricsURL, ParsePreemptions)
-}
-
-// Admissions reads how many admissions the controller wrote.
-func (c *ControllerProcess) Admissions(ctx context.Context) (int64, error) {
-	return get(ctx, http.DefaultClient, c.metricsURL, ParseAdmissions)
-}
-
 // controllerSnapshot is all the controller counted, at one moment.
 type controllerSnapshot struct {
 	writes, watchesStarted, preemptions map[string]int64

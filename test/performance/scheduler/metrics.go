@@ -107,11 +107,6 @@ func Label(labels, name string) string {
 	return ""
 }
 
-// scrape reads a process's metrics endpoint and parses it with parse.
-func scrape(ctx context.Context, url string, parse func(io.Reader) (map[string]int64, error)) (map[string]int64, error) {
-	return get(ctx, http.DefaultClient, url, parse)
-}
-
 // get reads url with c and parses the body of a 200 answer with parse;
 // another answer is an error that quotes the start of its body.
 func get[T any](ctx context.Context, c *http.Client, url string, parse func(io.Reader) (T, error)) (T, error) {

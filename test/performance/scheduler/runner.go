@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,11 +70,8 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Profile && opts.RestartEvery > 0 {
-		return nil, errors.New("a run cannot both profile the controller and restart it")
-	}
-	if opts.RestartEvery > 0 && opts.RestartEvery < MinRestartEvery {
-		return nil, fmt.Errorf("restarts every %s: at least %s apart, or no controller would ever lead", opts.RestartEvery, MinRestartEvery)
+	if err := checkRestarts(opts); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, err
@@ -121,31 +117,8 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		return nil, err
 	}
 	sum := summarize(opts, s, res, cal)
-	sum.Controller.Process = m.procs["berth"]
-	delete(m.procs, "berth")
-	sum.Processes = m.procs
 	sum.APIServer = m.apiServer
-	sum.Controller.WatchesStarted = m.watchesStarted
-	sum.Controller.Restarts = m.killed.restarts
-	writes := m.writes
-	sum.Controller.WritesByVerb, sum.Controller.Writes = writes.byVerb, writes.total
-	// The controller starts counting with the run: no preemption comes
-	// before the first workload.
-	if p, err := berth.Preemptions(context.WithoutCancel(ctx)); err == nil {
-		if p = add(p, m.killed.preemptions); len(p) > 0 {
-			sum.Controller.PreemptionsByReason = p
-		}
-	}
-	if n, err := berth.Admissions(context.WithoutCancel(ctx)); err == nil {
-		n += m.killed.admissions
-		sum.Controller.Admissions = n
-		if n != int64(sum.Admissions) && res.Unfinished == 0 {
-			log.Info("The controller counted other admissions than the runner", "controller", n, "runner", sum.Admissions)
-		}
-	}
-	if sum.Admissions > 0 {
-		sum.Controller.WritesPerAdmission = round(float64(writes.total) / float64(sum.Admissions))
-	}
+	addControllerFigures(context.WithoutCancel(ctx), sum, m, berth)
 	if q := sum.Quota; q.Violations > 0 {
 		res.Errors = append(res.Errors, fmt.Errorf("%d Workload versions held more than their quota; the first: %s", q.Violations, q.FirstViolation))
 	}
@@ -154,6 +127,34 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		err = fmt.Errorf("%d of %d workloads did not finish in %s (among them %v); see %s", res.Unfinished, len(s.Workloads), res.Wall, res.Stuck, berth.Log)
 	}
 	return sum, errors.Join(append([]error{err}, res.Errors...)...)
+}
+
+// addControllerFigures fills sum's figures of the controller, and of the
+// other processes, from m and the controller's own counts.
+func addControllerFigures(ctx context.Context, sum *Summary, m measured, berth *ControllerProcess) {
+	sum.Controller.Process = m.procs["berth"]
+	delete(m.procs, "berth")
+	sum.Processes = m.procs
+	sum.Controller.WatchesStarted = m.watchesStarted
+	sum.Controller.Restarts = m.killed.restarts
+	sum.Controller.WritesByVerb, sum.Controller.Writes = m.writes.byVerb, m.writes.total
+	if sum.Admissions > 0 {
+		sum.Controller.WritesPerAdmission = round(float64(m.writes.total) / float64(sum.Admissions))
+	}
+	// The controller starts counting with the run: no admission or
+	// preemption comes before the first workload.
+	last, err := berth.snapshot(ctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Reading the controller's counts")
+		return
+	}
+	if p := add(last.preemptions, m.killed.preemptions); len(p) > 0 {
+		sum.Controller.PreemptionsByReason = p
+	}
+	sum.Controller.Admissions = last.admissions + m.killed.admissions
+	if sum.Controller.Admissions != int64(sum.Admissions) && sum.Unfinished == 0 {
+		ctrl.LoggerFrom(ctx).Info("The controller counted other admissions than the runner", "controller", sum.Controller.Admissions, "runner", sum.Admissions)
+	}
 }
 
 type writeCounts struct {
@@ -170,65 +171,6 @@ type measured struct {
 	// killed is what the controller processes killed by restarts did;
 	// writes, watchesStarted and procs include it.
 	killed killedControllers
-}
-
-// MinRestartEvery is the shortest RestartEvery: a new controller waits up
-// to the leader election's lease duration, 15 s by default, for the lease
-// of the one killed, and 2 s more between its tries for it; it must have
-// time to admit before the next kill.
-const MinRestartEvery = 30 * time.Second
-
-// killedControllers adds up what the controller processes that
-// RestartEvery killed did, each from the run's start or its own.
-type killedControllers struct {
-	restarts                            int
-	writes, watchesStarted, preemptions map[string]int64
-	admissions                          int64
-	process                             Process
-}
-
-// restartController kills the controller and starts it again. Just
-// before, it reads what the process did since base, its counters at the
-// start (or zero), into k; base becomes the new process's zero.
-func restartController(ctx context.Context, berth *ControllerProcess, base *counters, k *killedControllers) error {
-	last, err := berth.snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	if err := berth.Restart(ctx); err != nil {
-		return fmt.Errorf("restarting the controller: %w", err)
-	}
-	writes, _ := subtract(last.writes, base.writes)
-	watches, _ := subtract(last.watchesStarted, base.watchesStarted)
-	k.writes, k.watchesStarted = add(k.writes, writes), add(k.watchesStarted, watches)
-	k.preemptions, k.admissions = add(k.preemptions, last.preemptions), k.admissions+last.admissions
-	k.process.CPUSeconds += last.process.CPUSeconds - base.procs["berth"].CPUSeconds
-	k.process.MaxRSSBytes = max(k.process.MaxRSSBytes, last.process.MaxRSSBytes)
-	k.restarts++
-	base.writes, base.watchesStarted = nil, nil
-	base.procs = maps.Clone(base.procs)
-	base.procs["berth"] = Process{}
-	return nil
-}
-
-// withKilled adds the killed controllers' figures to m's.
-func (m measured) withKilled(k killedControllers) measured {
-	m.killed = k
-	if k.restarts == 0 {
-		return m
-	}
-	m.writes.byVerb = add(m.writes.byVerb, k.writes)
-	m.writes.total = 0
-	for _, n := range m.writes.byVerb {
-		m.writes.total += n
-	}
-	m.watchesStarted = add(m.watchesStarted, k.watchesStarted)
-	m.procs = maps.Clone(m.procs)
-	p := m.procs["berth"]
-	p.CPUSeconds = round(p.CPUSeconds + k.process.CPUSeconds)
-	p.MaxRSSBytes = max(p.MaxRSSBytes, k.process.MaxRSSBytes)
-	m.procs["berth"] = p
-	return m
 }
 
 // runScenario creates the workloads on schedule and waits until all are
@@ -254,23 +196,11 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	start := time.Now()
 	rec.Start(start)
 	samples := []Sample{{CPU: cpuOf(before.procs)}}
-	// base is the controller process's counters at the start, or zero
-	// for one started by a restart.
-	base := before
-	var killed killedControllers
+	restarts := newRestarts(berth, before, opts.RestartEvery)
+	defer restarts.stop()
 	sample := func() {
-		cpu := cpuOf(readProcesses(berth.Pid()))
-		if killed.restarts > 0 {
-			// The count goes on from where the killed processes left it.
-			cpu["berth"] += before.procs["berth"].CPUSeconds + killed.process.CPUSeconds
-		}
+		cpu := restarts.controllerCPU(cpuOf(readProcesses(berth.Pid())))
 		samples = append(samples, Sample{At: time.Since(start), Counts: rec.Counts(), CPU: cpu})
-	}
-	var restart <-chan time.Time
-	if opts.RestartEvery > 0 {
-		t := time.NewTicker(opts.RestartEvery)
-		defer t.Stop()
-		restart = t.C
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -284,7 +214,6 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	go func() { createErr <- createWorkloads(runCtx, c, s, rec, start, opts.Creators) }()
 	progress := time.NewTicker(5 * time.Second)
 	defer progress.Stop()
-	exited := false
 wait:
 	for {
 		select {
@@ -293,36 +222,26 @@ wait:
 		case <-runCtx.Done():
 			break wait
 		case <-berth.exited:
-			exited = true
 			cancel()
-			break wait
+			return Result{}, measured{}, fmt.Errorf("the controller exited during the run (%v); see %s", berth.exitErr, berth.Log)
 		case <-progress.C:
 			sample()
 			ctrl.LoggerFrom(ctx).Info("Progress", rec.Progress()...)
-		case <-restart:
+		case <-restarts.due:
 			// The outer context: a restart under way completes even if
 			// the run's time ends meanwhile, so the end can measure.
-			if err := restartController(ctx, berth, &base, &killed); err != nil {
+			if err := restarts.restart(ctx); err != nil {
 				cancel()
 				return Result{}, measured{}, err
 			}
-			ctrl.LoggerFrom(ctx).Info("Restarted the controller", "restarts", killed.restarts)
 		}
-	}
-	if exited {
-		return Result{}, measured{}, fmt.Errorf("the controller exited during the run (%v); see %s", berth.exitErr, berth.Log)
 	}
 	if err := <-createErr; err != nil && runCtx.Err() == nil {
 		return Result{}, measured{}, err
 	}
 	sample()
 	res := rec.Result()
-	if err := writeCSV(filepath.Join(opts.OutDir, "workloads.csv"), rec.WriteTimeline); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Writing the workloads' timeline")
-	}
-	if err := writeCSV(filepath.Join(opts.OutDir, "samples.csv"), func(w io.Writer) error { return WriteSamples(w, samples) }); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Writing the run's samples")
-	}
+	writeTimelines(ctx, opts.OutDir, rec, samples)
 	// Measure even when the run was cut short: a summary of a run that
 	// did not finish says how far it got.
 	after, err := readCounters(context.WithoutCancel(ctx), berth, cs)
@@ -332,7 +251,17 @@ wait:
 	if err := finishProfiles(); err != nil {
 		res.Errors = append(res.Errors, err)
 	}
-	return res, after.since(base).withKilled(killed), nil
+	return res, restarts.measured(after), nil
+}
+
+// writeTimelines writes workloads.csv and samples.csv to dir.
+func writeTimelines(ctx context.Context, dir string, rec *Recorder, samples []Sample) {
+	if err := writeCSV(filepath.Join(dir, "workloads.csv"), rec.WriteTimeline); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the workloads' timeline")
+	}
+	if err := writeCSV(filepath.Join(dir, "samples.csv"), func(w io.Writer) error { return WriteSamples(w, samples) }); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the run's samples")
+	}
 }
 
 // counters are the running totals runScenario reads before and after the
@@ -346,13 +275,11 @@ type counters struct {
 // server's counts and every process's cost, as they stand.
 func readCounters(ctx context.Context, berth *ControllerProcess, cs kubernetes.Interface) (counters, error) {
 	var c counters
-	var err error
-	if c.writes, err = berth.Writes(ctx); err != nil {
+	snap, err := berth.snapshot(ctx)
+	if err != nil {
 		return c, err
 	}
-	if c.watchesStarted, err = berth.WatchesStarted(ctx); err != nil {
-		return c, err
-	}
+	c.writes, c.watchesStarted = snap.writes, snap.watchesStarted
 	if c.apiServer, err = apiServerCounts(ctx, cs); err != nil {
 		return c, err
 	}

@@ -1,0 +1,131 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// MinRestartEvery is the shortest RestartEvery: a new controller waits up
+// to the leader election's lease duration, 15 s by default, for the lease
+// of the one killed, and 2 s more between its tries for it; it must have
+// time to admit before the next kill.
+const MinRestartEvery = 30 * time.Second
+
+// checkRestarts refuses restart options a run cannot honour.
+func checkRestarts(opts Options) error {
+	if opts.RestartEvery <= 0 {
+		return nil
+	}
+	if opts.Profile {
+		return errors.New("a run cannot both profile the controller and restart it")
+	}
+	if opts.RestartEvery < MinRestartEvery {
+		return fmt.Errorf("restarts every %s: at least %s apart, or no controller would ever lead", opts.RestartEvery, MinRestartEvery)
+	}
+	return nil
+}
+
+// killedControllers adds up what the controller processes that
+// RestartEvery killed did, each from the run's start or its own.
+type killedControllers struct {
+	restarts                            int
+	writes, watchesStarted, preemptions map[string]int64
+	admissions                          int64
+	process                             Process
+}
+
+// restarts restarts the controller during a run and keeps the counts of
+// the processes it killed, so that the run's figures add up all of them.
+type restarts struct {
+	berth *ControllerProcess
+	// due ticks when the next restart is due; nil, never, without
+	// RestartEvery.
+	due    <-chan time.Time
+	ticker *time.Ticker
+	// first are the counters at the run's start; base is the current
+	// process's zero: first for the first process, zero for the others.
+	first, base counters
+	killed      killedControllers
+}
+
+// newRestarts restarts berth every interval (never if it is 0); before
+// are the counters at the run's start.
+func newRestarts(berth *ControllerProcess, before counters, every time.Duration) *restarts {
+	r := &restarts{berth: berth, first: before, base: before}
+	if every > 0 {
+		r.ticker = time.NewTicker(every)
+		r.due = r.ticker.C
+	}
+	return r
+}
+
+// stop stops the restarts.
+func (r *restarts) stop() {
+	if r.ticker != nil {
+		r.ticker.Stop()
+	}
+}
+
+// restart kills the controller and starts it again. Just before, it reads
+// what the process did since its zero.
+func (r *restarts) restart(ctx context.Context) error {
+	last, err := r.berth.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.berth.Restart(ctx); err != nil {
+		return fmt.Errorf("restarting the controller: %w", err)
+	}
+	k := &r.killed
+	writes, _ := subtract(last.writes, r.base.writes)
+	watches, _ := subtract(last.watchesStarted, r.base.watchesStarted)
+	k.writes, k.watchesStarted = add(k.writes, writes), add(k.watchesStarted, watches)
+	k.preemptions, k.admissions = add(k.preemptions, last.preemptions), k.admissions+last.admissions
+	k.process.CPUSeconds += last.process.CPUSeconds - r.base.procs["berth"].CPUSeconds
+	k.process.MaxRSSBytes = max(k.process.MaxRSSBytes, last.process.MaxRSSBytes)
+	k.restarts++
+	r.base.writes, r.base.watchesStarted = nil, nil
+	r.base.procs = maps.Clone(r.base.procs)
+	r.base.procs["berth"] = Process{}
+	ctrl.LoggerFrom(ctx).Info("Restarted the controller", "restarts", k.restarts)
+	return nil
+}
+
+// controllerCPU continues the controller's CPU in cpu, a sample of the
+// running processes, from where the killed processes left it.
+func (r *restarts) controllerCPU(cpu map[string]float64) map[string]float64 {
+	if r.killed.restarts > 0 {
+		cpu["berth"] += r.first.procs["berth"].CPUSeconds + r.killed.process.CPUSeconds
+	}
+	return cpu
+}
+
+// measured is what the run measured, given the counters at its end.
+func (r *restarts) measured(after counters) measured {
+	return after.since(r.base).withKilled(r.killed)
+}
+
+// withKilled adds the killed controllers' figures to m's.
+func (m measured) withKilled(k killedControllers) measured {
+	m.killed = k
+	if k.restarts == 0 {
+		return m
+	}
+	m.writes.byVerb = add(m.writes.byVerb, k.writes)
+	m.writes.total = 0
+	for _, n := range m.writes.byVerb {
+		m.writes.total += n
+	}
+	m.watchesStarted = add(m.watchesStarted, k.watchesStarted)
+	m.procs = maps.Clone(m.procs)
+	p := m.procs["berth"]
+	p.CPUSeconds = round(p.CPUSeconds + k.process.CPUSeconds)
+	p.MaxRSSBytes = max(p.MaxRSSBytes, k.process.MaxRSSBytes)
+	m.procs["berth"] = p
+	return m
+}
