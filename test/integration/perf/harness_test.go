@@ -57,6 +57,11 @@ func TestBaselineAtSmallScale(t *testing.T) {
 	if sum.Controller.Writes == 0 || sum.Controller.CPUSeconds <= 0 || sum.Controller.WritesPerAdmission <= 0 {
 		t.Errorf("the controller's cost was not measured: %+v", sum.Controller)
 	}
+	// Every workload was created, admitted and finished: 3 writes each at
+	// least, all of which the API server counted.
+	if a := sum.APIServer; a.WorkloadWrites < 3*int64(sum.Workloads) || a.CPUMsPerWorkloadWrite <= 0 || sum.CPUBoundMs <= 0 || sum.FloorRatio <= 0 || sum.Cores <= 0 {
+		t.Errorf("the API server's cost per Workload write was not measured: %+v; cpuBoundMs %d, floorRatio %v, cores %d", a, sum.CPUBoundMs, sum.FloorRatio, sum.Cores)
+	}
 	expectNoQuotaExceeded(t, sum)
 	expectProfiles(t, filepath.Join(dir, "out"), time.Duration(sum.WallMs)*time.Millisecond)
 }

@@ -78,8 +78,9 @@ func ParseWatchesStarted(r io.Reader) (map[string]int64, error) {
 }
 
 // ParseAPIServer reads the API server's counts of Workload watches it
-// closed for falling behind (terminatedWatchers) and of Workload writes it
-// refused as conflicts (conflicts) from its Prometheus text exposition.
+// closed for falling behind (terminatedWatchers), of Workload writes it
+// refused as conflicts (conflicts) and of those it stored (writes) from its
+// Prometheus text exposition.
 func ParseAPIServer(r io.Reader) (map[string]int64, error) {
 	out := map[string]int64{}
 	err := EachSample(r, func(name, labels string, v float64) {
@@ -91,9 +92,15 @@ func ParseAPIServer(r io.Reader) (map[string]int64, error) {
 			out["terminatedWatchers"] += int64(v)
 		case name == "apiserver_request_total" && Label(labels, "code") == "409":
 			out["conflicts"] += int64(v)
+		case name == "apiserver_request_total" && strings.HasPrefix(Label(labels, "code"), "2") && isWrite(Label(labels, "verb")):
+			out["writes"] += int64(v)
 		}
 	})
 	return out, err
+}
+
+func isWrite(verb string) bool {
+	return verb == "POST" || verb == "PUT" || verb == "PATCH"
 }
 
 // Label returns the value of name in a Prometheus label list such as

@@ -88,13 +88,16 @@ apiserver_request_total{code="409",component="apiserver",dry_run="",group="berth
 apiserver_request_total{code="409",component="apiserver",dry_run="",group="berth.dev",resource="workloads",scope="resource",subresource="",verb="PATCH",version="v1alpha1"} 1
 apiserver_request_total{code="409",component="apiserver",dry_run="",group="berth.dev",resource="clusterqueues",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 8
 apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="PUT",version="v1"} 5
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="berth.dev",resource="workloads",scope="resource",subresource="",verb="POST",version="v1alpha1"} 300
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="berth.dev",resource="workloads",scope="namespace",subresource="",verb="LIST",version="v1alpha1"} 40
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="berth.dev",resource="clusterqueues",scope="resource",subresource="status",verb="PUT",version="v1alpha1"} 70
 apiserver_request_duration_seconds_count{group="berth.dev",resource="workloads",verb="PUT"} 906
 `
 	got, err := ParseAPIServer(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]int64{"terminatedWatchers": 17, "conflicts": 7}, got); diff != "" {
+	if diff := cmp.Diff(map[string]int64{"terminatedWatchers": 17, "conflicts": 7, "writes": 1200}, got); diff != "" {
 		t.Errorf("API server counts (-want +got):\n%s", diff)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -118,6 +119,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	sum := summarize(opts, s, res, cal)
 	sum.APIServer = m.apiServer
+	sum.addAPIServerCost(m.apiServer.WorkloadWrites, m.procs["kube-apiserver"].CPUSeconds+m.procs["etcd"].CPUSeconds, runtime.NumCPU())
 	addControllerFigures(context.WithoutCancel(ctx), sum, m, berth)
 	if q := sum.Quota; q.Violations > 0 {
 		res.Errors = append(res.Errors, fmt.Errorf("%d Workload versions held more than their quota; the first: %s", q.Violations, q.FirstViolation))
@@ -292,6 +294,7 @@ func (c counters) since(before counters) measured {
 	m := measured{procs: c.procs, apiServer: APIServer{
 		TerminatedWatchers: c.apiServer["terminatedWatchers"] - before.apiServer["terminatedWatchers"],
 		Conflicts:          c.apiServer["conflicts"] - before.apiServer["conflicts"],
+		WorkloadWrites:     c.apiServer["writes"] - before.apiServer["writes"],
 	}}
 	for name, p := range m.procs {
 		p.CPUSeconds = round(p.CPUSeconds - before.procs[name].CPUSeconds)
@@ -511,6 +514,9 @@ func summarize(opts Options, s *Scenario, res Result, cal Calibration) *Summary 
 	}
 	if tighter := max(scenario, workloadAPI); tighter > 0 {
 		sum.WorkloadRatio = round(float64(res.Wall) / float64(tighter))
+		if lower > 0 {
+			sum.FloorRatio = round(float64(tighter) / float64(lower))
+		}
 	}
 	if res.Wall > 0 {
 		sum.AdmissionsPerSecond = round(float64(res.Admissions) / res.Wall.Seconds())

@@ -99,6 +99,22 @@ func TestCheck(t *testing.T) {
 				"controller.writesPerAdmission is 3, above the target of at most 2",
 			},
 		},
+		"a ratio out of the machine's reach": {
+			edit: func(s *Summary) {
+				s.Ratio, s.LowerBoundMs, s.Cores = 2, 66000, 2
+				s.WorkloadWritesPerSecond, s.WorkloadAPIBoundMs, s.FloorRatio = 300, 150000, 2.27
+				s.APIServer.CPUMsPerWorkloadWrite, s.CPUBoundMs = 4, 90000
+			},
+			want: []string{
+				"ratio is 2, above the target of at most 1.25 (out of this machine's reach: " +
+					"its API server stores 300 Workload writes a second when nothing else runs, so the writes any system must make take 150 s: no ratio below 2.27; " +
+					"at the 4 ms of API server and etcd CPU this run spent per Workload write, those writes take 90 s of its 2 cores, more than the 82.5 s the target allows)",
+			},
+		},
+		"a ratio the machine allows": {
+			edit: func(s *Summary) { s.Ratio, s.LowerBoundMs, s.FloorRatio, s.CPUBoundMs = 1.3, 66000, 1.1, 80000 },
+			want: []string{"ratio is 1.3, above the target of at most 1.25"},
+		},
 		"no large class and a scaled run": {
 			edit: func(s *Summary) { s.Classes, s.Scale = nil, 0.1 },
 			want: []string{
@@ -135,5 +151,39 @@ func TestSummarizeRatios(t *testing.T) {
 	}
 	if got.WorkloadAPIBoundMs != 4000 || got.WorkloadRatio != 2 {
 		t.Errorf("workloadApiBoundMs, workloadRatio = %d, %v; want 4000, 2", got.WorkloadAPIBoundMs, got.WorkloadRatio)
+	}
+	// No run on this machine can take less than the Workload bound's 4 s.
+	if got.FloorRatio != 2 {
+		t.Errorf("floorRatio = %v; want 2", got.FloorRatio)
+	}
+}
+
+// TestAddAPIServerCost: the CPU per Workload write and the time the
+// writes any system must make take at that cost on all the cores.
+func TestAddAPIServerCost(t *testing.T) {
+	s := &Summary{Workloads: 1000}
+	// 6 CPU-seconds for 2,000 writes: 3 ms each; 3,000 writes at 3 ms on
+	// 2 cores take 4.5 s.
+	s.addAPIServerCost(2000, 6, 2)
+	if s.APIServer.WorkloadWrites != 2000 || s.APIServer.CPUMsPerWorkloadWrite != 3 || s.CPUBoundMs != 4500 || s.Cores != 2 {
+		t.Errorf("workloadWrites, cpuMsPerWorkloadWrite, cpuBoundMs, cores = %d, %v, %d, %d; want 2000, 3, 4500, 2",
+			s.APIServer.WorkloadWrites, s.APIServer.CPUMsPerWorkloadWrite, s.CPUBoundMs, s.Cores)
+	}
+	none := &Summary{Workloads: 1000}
+	none.addAPIServerCost(0, 6, 2)
+	if none.CPUBoundMs != 0 || none.APIServer.CPUMsPerWorkloadWrite != 0 {
+		t.Errorf("with no writes: cpuBoundMs, cpuMsPerWorkloadWrite = %d, %v; want 0, 0", none.CPUBoundMs, none.APIServer.CPUMsPerWorkloadWrite)
+	}
+}
+
+func TestTargetsFor(t *testing.T) {
+	for config, want := range map[string]float64{"baseline": 1.25, "large": 1.5} {
+		targets, err := TargetsFor(config)
+		if err != nil || targets[0].Name != "ratio" || targets[0].Limit != want {
+			t.Errorf("TargetsFor(%q): first target %+v, %v; want ratio at most %v", config, targets[0], err, want)
+		}
+	}
+	if _, err := TargetsFor("mine"); err == nil {
+		t.Error("TargetsFor(\"mine\"): no error; want one: it has no targets")
 	}
 }
