@@ -33,7 +33,13 @@
 // (workloadWritesPerSecond, giving workloadApiBoundMs): the writes a
 // queueing system must actually make, several times dearer for the API
 // server than ConfigMap ones, so a tighter bound; workloadRatio is wallMs
-// against it (or the scenario bound, if larger). The summary also reports
+// against it (or the scenario bound, if larger), and floorRatio that bound
+// over lowerBoundMs: no run on this machine can have a lower ratio. From
+// the Workload writes the API server stored in the run and the CPU it and
+// etcd spent meanwhile, cpuBoundMs estimates the time the necessary writes
+// take on all the machine's cores at the run's own cost per write, the
+// watches it served included. perf check names a ratio target either of
+// them puts out of the machine's reach. The summary also reports
 // what the API server, etcd and the runner itself (which plays users and
 // jobs) cost in CPU. Next to the summary, workloads.csv has every
 // workload's times (WriteTimeline) and samples.csv the run's progress and
