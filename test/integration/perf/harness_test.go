@@ -4,15 +4,21 @@
 package perf
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
 	"github.com/google/pprof/profile"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/berth-dev/berth/test/performance/scheduler"
@@ -93,8 +99,10 @@ cohorts:
 `
 
 // TestRestartedControllerLosesNothing kills the controller with SIGKILL
-// during a run: its successor waits for the lease, and every workload still
-// finishes, never beyond quota.
+// during a run, twice: once from outside, 5 s after it first leads, as the
+// loss of its node would, which the run must notice and start it again
+// for; and once by the run itself at 30 s. Each successor waits for the
+// lease, and every workload still finishes, never beyond quota.
 func TestRestartedControllerLosesNothing(t *testing.T) {
 	cfg, err := scheduler.ParseConfig([]byte(restartScenario))
 	if err != nil {
@@ -102,16 +110,23 @@ func TestRestartedControllerLosesNothing(t *testing.T) {
 	}
 	ctx, cancel := testContext(t)
 	defer cancel()
+	berth, out := buildController(t), t.TempDir()
+	killed := make(chan error, 1)
+	go func() { killed <- killOnceLeading(ctx, berth, filepath.Join(out, "controller.log"), 5*time.Second) }()
 	sum, err := scheduler.Run(ctx, scheduler.Options{
-		Name: "restart", Config: cfg, Scale: 1, Berth: buildController(t), OutDir: t.TempDir(),
+		Name: "restart", Config: cfg, Scale: 1, Berth: berth, OutDir: out,
 		CalibrationWorkers: 8, CalibrationDuration: time.Second, Creators: 16, Timeout: 2 * time.Minute,
 		RestartEvery: scheduler.MinRestartEvery,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Controller.Restarts == 0 || sum.Unfinished != 0 {
-		t.Errorf("%d restarts, %d of %d workloads unfinished: want a restart and every workload finished", sum.Controller.Restarts, sum.Unfinished, sum.Workloads)
+	if err := <-killed; err != nil {
+		t.Fatalf("killing the controller from outside: %v", err)
+	}
+	if sum.Controller.Restarts == 0 || sum.Controller.Exits != 1 || sum.Unfinished != 0 {
+		t.Errorf("%d restarts, %d exits, %d of %d workloads unfinished: want a restart, the one exit and every workload finished",
+			sum.Controller.Restarts, sum.Controller.Exits, sum.Unfinished, sum.Workloads)
 	}
 	if sum.Controller.Admissions == 0 || sum.Controller.Writes < sum.Controller.Admissions {
 		t.Errorf("the controller's figures %+v do not add up its processes", sum.Controller)
@@ -138,6 +153,33 @@ func buildController(t *testing.T) string {
 		t.Fatalf("building the controller: %v\n%s", err, out)
 	}
 	return berth
+}
+
+// killOnceLeading kills the process running binary with SIGKILL once the
+// duration after has passed since log first said it leads.
+func killOnceLeading(ctx context.Context, binary, log string, after time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		data, err := os.ReadFile(log)
+		return err == nil && bytes.Contains(data, []byte("Successfully acquired lease")), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the controller to lead: %w", err)
+	}
+	time.Sleep(after)
+	pids, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, p := range pids {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); err == nil && exe == binary {
+			return syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return fmt.Errorf("no process runs %s", binary)
 }
 
 func testContext(t *testing.T) (context.Context, context.CancelFunc) {

@@ -152,6 +152,20 @@ func (c *ControllerProcess) waitReady(ctx context.Context) error {
 // Pid is the controller's process id.
 func (c *ControllerProcess) Pid() int { return c.cmd.Process.Pid }
 
+// exitedCost is the CPU time and peak memory of the process that exited,
+// as the operating system counted them when it ended.
+func (c *ControllerProcess) exitedCost() Process {
+	ps := c.cmd.ProcessState
+	if ps == nil {
+		return Process{}
+	}
+	p := Process{CPUSeconds: (ps.UserTime() + ps.SystemTime()).Seconds()}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		p.MaxRSSBytes = ru.Maxrss * 1024 // Linux counts it in KiB
+	}
+	return p
+}
+
 // controllerSnapshot is all the controller counted, at one moment.
 type controllerSnapshot struct {
 	writes, watchesStarted, preemptions map[string]int64

@@ -141,6 +141,12 @@ func TestKilledControllersAddUp(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(measured{}, writeCounts{}, killedControllers{})); diff != "" {
 		t.Errorf("withKilled (-want +got):\n%s", diff)
 	}
+	// A process that exited on its own adds up as one the run killed.
+	exited := k
+	exited.restarts, exited.exits = 0, 1
+	if got := last.withKilled(exited); got.writes.total != 1015 || got.procs["berth"].CPUSeconds != 6.75 {
+		t.Errorf("after an exit: %d writes, %v CPU-seconds; want 1015, 6.75", got.writes.total, got.procs["berth"].CPUSeconds)
+	}
 	if got := last.withKilled(killedControllers{}); got.writes.total != 305 || got.procs["berth"].CPUSeconds != 2.25 {
 		t.Errorf("with no restart the figures changed: %+v", got)
 	}

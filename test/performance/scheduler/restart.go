@@ -33,7 +33,10 @@ func checkRestarts(opts Options) error {
 // killedControllers adds up what the controller processes that
 // RestartEvery killed did, each from the run's start or its own.
 type killedControllers struct {
-	restarts                            int
+	restarts int
+	// exits counts the processes that exited on their own, which the
+	// run started again as a Deployment's kubelet would.
+	exits                               int
 	writes, watchesStarted, preemptions map[string]int64
 	admissions                          int64
 	process                             Process
@@ -51,6 +54,9 @@ type restarts struct {
 	// process's zero: first for the first process, zero for the others.
 	first, base counters
 	killed      killedControllers
+	// latest is the current process's last snapshot (observe), which is
+	// all that is left of its counts if it exits on its own.
+	latest *controllerSnapshot
 }
 
 // newRestarts restarts berth every interval (never if it is 0); before
@@ -81,6 +87,42 @@ func (r *restarts) restart(ctx context.Context) error {
 	if err := r.berth.Restart(ctx); err != nil {
 		return fmt.Errorf("restarting the controller: %w", err)
 	}
+	r.killed.restarts++
+	r.account(last)
+	ctrl.LoggerFrom(ctx).Info("Restarted the controller", "restarts", r.killed.restarts)
+	return nil
+}
+
+// observe keeps a snapshot of the running controller, for recover.
+func (r *restarts) observe(ctx context.Context) {
+	if snap, err := r.berth.snapshot(ctx); err == nil {
+		r.latest = &snap
+	}
+}
+
+// recover starts the controller again after it exited on its own: a lost
+// lease, when the API server answers its renewals too slowly, ends the
+// process, and its Deployment's kubelet would start it again. Its counts
+// are those of its last snapshot (observe), its CPU and memory the
+// operating system's.
+func (r *restarts) recover(ctx context.Context) error {
+	var last controllerSnapshot
+	if r.latest != nil {
+		last = *r.latest
+	}
+	last.process = r.berth.exitedCost()
+	ctrl.LoggerFrom(ctx).Info("The controller exited on its own; starting it again", "error", r.berth.exitErr, "log", r.berth.Log)
+	if err := r.berth.start(ctx); err != nil {
+		return fmt.Errorf("starting the controller again after it exited: %w", err)
+	}
+	r.killed.exits++
+	r.account(last)
+	return nil
+}
+
+// account adds last, the final counts of a process that ended, to the
+// killed processes' figures, and makes the next process's zero the base.
+func (r *restarts) account(last controllerSnapshot) {
 	k := &r.killed
 	writes, _ := subtract(last.writes, r.base.writes)
 	watches, _ := subtract(last.watchesStarted, r.base.watchesStarted)
@@ -88,18 +130,16 @@ func (r *restarts) restart(ctx context.Context) error {
 	k.preemptions, k.admissions = add(k.preemptions, last.preemptions), k.admissions+last.admissions
 	k.process.CPUSeconds += last.process.CPUSeconds - r.base.procs["berth"].CPUSeconds
 	k.process.MaxRSSBytes = max(k.process.MaxRSSBytes, last.process.MaxRSSBytes)
-	k.restarts++
 	r.base.writes, r.base.watchesStarted = nil, nil
 	r.base.procs = maps.Clone(r.base.procs)
 	r.base.procs["berth"] = Process{}
-	ctrl.LoggerFrom(ctx).Info("Restarted the controller", "restarts", k.restarts)
-	return nil
+	r.latest = nil
 }
 
 // controllerCPU continues the controller's CPU in cpu, a sample of the
 // running processes, from where the killed processes left it.
 func (r *restarts) controllerCPU(cpu map[string]float64) map[string]float64 {
-	if r.killed.restarts > 0 {
+	if r.killed.restarts+r.killed.exits > 0 {
 		cpu["berth"] += r.first.procs["berth"].CPUSeconds + r.killed.process.CPUSeconds
 	}
 	return cpu
@@ -113,7 +153,7 @@ func (r *restarts) measured(after counters) measured {
 // withKilled adds the killed controllers' figures to m's.
 func (m measured) withKilled(k killedControllers) measured {
 	m.killed = k
-	if k.restarts == 0 {
+	if k.restarts+k.exits == 0 {
 		return m
 	}
 	m.writes.byVerb = add(m.writes.byVerb, k.writes)

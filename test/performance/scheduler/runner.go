@@ -138,7 +138,7 @@ func addControllerFigures(ctx context.Context, sum *Summary, m measured, berth *
 	delete(m.procs, "berth")
 	sum.Processes = m.procs
 	sum.Controller.WatchesStarted = m.watchesStarted
-	sum.Controller.Restarts = m.killed.restarts
+	sum.Controller.Restarts, sum.Controller.Exits = m.killed.restarts, m.killed.exits
 	sum.Controller.WritesByVerb, sum.Controller.Writes = m.writes.byVerb, m.writes.total
 	if sum.Admissions > 0 {
 		sum.Controller.WritesPerAdmission = round(float64(m.writes.total) / float64(sum.Admissions))
@@ -224,9 +224,12 @@ wait:
 		case <-runCtx.Done():
 			break wait
 		case <-berth.exited:
-			cancel()
-			return Result{}, measured{}, fmt.Errorf("the controller exited during the run (%v); see %s", berth.exitErr, berth.Log)
+			if err := restarts.recover(ctx); err != nil {
+				cancel()
+				return Result{}, measured{}, err
+			}
 		case <-progress.C:
+			restarts.observe(ctx)
 			sample()
 			ctrl.LoggerFrom(ctx).Info("Progress", rec.Progress()...)
 		case <-restarts.due:

@@ -127,6 +127,13 @@ type Controller struct {
 	// it again (perf run --restart-every); its figures above add up every
 	// process it ran.
 	Restarts int `json:"restarts,omitempty"`
+	// Exits counts the times the controller exited on its own during the
+	// run (it gives up leading when the API server has not answered its
+	// lease renewals for the lease's renewDeadline) and the run started it
+	// again, as its Deployment's kubelet would. Its figures include each
+	// such process's counts as of its last scrape, at most 5 s before it
+	// ended. perf check counts an exit as a miss.
+	Exits int `json:"exits,omitempty"`
 }
 
 // Process is what one process cost, from /proc.
@@ -278,6 +285,9 @@ func Check(s *Summary, targets []Target) []string {
 	}
 	if s.Unfinished > 0 {
 		misses = append(misses, fmt.Sprintf("%d workloads did not finish: the run was cut short", s.Unfinished))
+	}
+	if s.Controller.Exits > 0 {
+		misses = append(misses, fmt.Sprintf("controller.exits is %d: the controller exited during the run and was started again (its log says why)", s.Controller.Exits))
 	}
 	if s.Scale != 1 {
 		misses = append(misses, fmt.Sprintf("scale is %v: the targets are for the full scenario (scale 1)", s.Scale))

@@ -115,6 +115,10 @@ func TestCheck(t *testing.T) {
 			edit: func(s *Summary) { s.Ratio, s.LowerBoundMs, s.FloorRatio, s.CPUBoundMs = 1.3, 66000, 1.1, 80000 },
 			want: []string{"ratio is 1.3, above the target of at most 1.25"},
 		},
+		"a controller that exited": {
+			edit: func(s *Summary) { s.Controller.Exits = 1 },
+			want: []string{"controller.exits is 1: the controller exited during the run and was started again (its log says why)"},
+		},
 		"no large class and a scaled run": {
 			edit: func(s *Summary) { s.Classes, s.Scale = nil, 0.1 },
 			want: []string{
