@@ -19,6 +19,9 @@ account=berth-system:berth-controller
 	"${KUBECTL[@]}" apply -f - >/dev/null
 "${KUBECTL[@]}" create rolebinding berth-controller -n berth-system --role=berth-controller --serviceaccount=$account --dry-run=client -o yaml |
 	"${KUBECTL[@]}" apply -f - >/dev/null
+# Its Lease requests get the API server's leader-election priority level,
+# as in a cluster that config/default installed Berth in.
+"${KUBECTL[@]}" apply -k "$ROOT/config/flowcontrol" >/dev/null
 # kubectl config has no command for "as"; its minified output has one user.
 "${KUBECTL[@]}" config view --raw --minify | sed "/^  user:\$/a\\    as: system:serviceaccount:${account}" >"$OUT/kubeconfig"
 grep -q "^    as: system:serviceaccount:${account}\$" "$OUT/kubeconfig"

@@ -50,7 +50,9 @@
 // never leave a ClusterQueue or cohort holding more than its quota. With
 // Options.RestartEvery the runner kills the controller (SIGKILL) at that
 // interval and starts it again, to show that restarts lose no workload and
-// never admit beyond quota.
+// never admit beyond quota. A controller that exits on its own (a leader
+// whose lease renewals the API server did not answer in time) is started
+// again as its kubelet would, and counted in controller.exits.
 //
 // The pure parts (config, generator, bounds, summary, the audit) are unit tested; the
 // runner needs the envtest binaries in bin/k8s and bin/berth and is driven

@@ -77,6 +77,9 @@ type Recorder struct {
 	scenario *Scenario
 	start    time.Time
 	ctx      context.Context
+	// finishing holds a slot per Finished write under way, when
+	// LimitFinishes bounds them.
+	finishing chan struct{}
 
 	mu        sync.Mutex
 	records   map[types.NamespacedName]*record
@@ -99,6 +102,17 @@ func NewRecorder(ctx context.Context, c client.Client, s *Scenario) *Recorder {
 	}
 	r.remaining = len(s.Workloads)
 	return r
+}
+
+// LimitFinishes lets at most n Finished writes be under way at once, as a
+// job integration's workers would (Kueue's runner finishes workloads from
+// a single reconciler). Without a bound, a run with thousands of workloads
+// running at once sends the API server thousands of writes together when
+// it is slowest to answer them. Call it before Start.
+func (r *Recorder) LimitFinishes(n int) {
+	if n > 0 {
+		r.finishing = make(chan struct{}, n)
+	}
 }
 
 // Start sets the run's start: every time is measured from it.
@@ -253,7 +267,7 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record, admission int) 
 		if wl == nil {
 			return
 		}
-		if err = core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime"); err == nil {
+		if err = r.writeFinished(wl); err == nil {
 			break
 		}
 		stale = ""
@@ -280,6 +294,20 @@ func (r *Recorder) finish(key types.NamespacedName, rec *record, admission int) 
 		return
 	}
 	r.finished(rec, now)
+}
+
+// writeFinished writes wl's Finished condition, in one of LimitFinishes's
+// slots if it set any.
+func (r *Recorder) writeFinished(wl *berthv1alpha1.Workload) error {
+	if r.finishing != nil {
+		select {
+		case r.finishing <- struct{}{}:
+			defer func() { <-r.finishing }()
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		}
+	}
+	return core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime")
 }
 
 // finished records that the running workload finished. Call it locked.

@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
@@ -157,6 +161,51 @@ func TestRecorderFinishes(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	if got, want := r.Counts(), (Counts{Created: 1, Admitted: 3, Finished: 1, Evictions: 2}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
+	}
+	if len(r.errs) > 0 {
+		t.Errorf("errors: %v", r.errs)
+	}
+}
+
+// TestRecorderLimitsFinishes: with LimitFinishes(2), six workloads due to
+// finish at once are finished by at most two writes under way at a time.
+func TestRecorderLimitsFinishes(t *testing.T) {
+	s := &Scenario{}
+	var objs []client.Object
+	for i := range 6 {
+		s.Workloads = append(s.Workloads, Planned{Namespace: "q0", Name: fmt.Sprint("w", i), Runtime: time.Millisecond, RequestMilli: 1000})
+		wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "q0", Name: fmt.Sprint("w", i)}}
+		wl.Status.Admission = &berthv1alpha1.Admission{ClusterQueue: "q0"}
+		meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Test"})
+		objs = append(objs, wl)
+	}
+	scheme := runtime.NewScheme()
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var inFlight, most atomic.Int32
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&berthv1alpha1.Workload{}).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	r := NewRecorder(context.Background(), c, s)
+	r.LimitFinishes(2)
+	r.Start(time.Now())
+	for _, obj := range objs {
+		r.observe(obj.(*berthv1alpha1.Workload))
+	}
+	select {
+	case <-r.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not every workload finished: %+v", r.Counts())
+	}
+	if got := most.Load(); got > 2 {
+		t.Errorf("%d Finished writes were under way at once; want at most 2", got)
 	}
 	if len(r.errs) > 0 {
 		t.Errorf("errors: %v", r.errs)

@@ -50,6 +50,9 @@ type Options struct {
 	CalibrationDuration time.Duration
 	// Creators is how many workloads are created at once.
 	Creators int
+	// Finishers is how many Finished writes may be under way at once;
+	// 0 does not bound them.
+	Finishers int
 	// Timeout bounds the scenario, from the first creation.
 	Timeout time.Duration
 	// Profile writes the profiles of the controller and the API server to
@@ -184,6 +187,7 @@ func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scen
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	rec := NewRecorder(ctx, c, s)
+	rec.LimitFinishes(opts.Finishers)
 	if err := watchWorkloads(watchCtx, cfg, c, rec); err != nil {
 		return Result{}, measured{}, err
 	}

@@ -53,6 +53,7 @@ func run(args []string) error {
 	workers := fs.Int("calibration-workers", 32, "Parallel clients of the calibration.")
 	calibration := fs.Duration("calibration", 5*time.Second, "How long the calibration writes.")
 	creators := fs.Int("creators", 64, "Workloads created at once.")
+	finishers := fs.Int("finishers", 64, "Finished writes under way at once, as a job integration's workers; 0 does not bound them.")
 	timeout := fs.Duration("timeout", 15*time.Minute, "Longest the scenario may take.")
 	profile := fs.Bool("profile", false, "Write the CPU profiles of the controller and the API server over the scenario, and their heap profiles at its end, to the output directory (controller.cpu.pprof, kube-apiserver.heap.pprof, ...).")
 	restartEvery := fs.Duration("restart-every", 0, "Kill the controller with SIGKILL at this interval during the scenario and start it again, to show that restarts lose nothing and never admit beyond quota; 0 never does.")
@@ -71,7 +72,7 @@ func run(args []string) error {
 	defer stop()
 	sum, runErr := scheduler.Run(ctx, scheduler.Options{
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
-		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Timeout: *timeout,
+		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Finishers: *finishers, Timeout: *timeout,
 		Profile: *profile, RestartEvery: *restartEvery,
 	})
 	if sum == nil {
