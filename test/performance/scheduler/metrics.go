@@ -79,8 +79,8 @@ func ParseWatchesStarted(r io.Reader) (map[string]int64, error) {
 
 // ParseAPIServer reads the API server's counts of Workload watches it
 // closed for falling behind (terminatedWatchers), of Workload writes it
-// refused as conflicts (conflicts) and of those it stored (writes) from its
-// Prometheus text exposition.
+// refused as conflicts (conflicts) and of those it stored (writes, and
+// by request under writesPrefix) from its Prometheus text exposition.
 func ParseAPIServer(r io.Reader) (map[string]int64, error) {
 	out := map[string]int64{}
 	err := EachSample(r, func(name, labels string, v float64) {
@@ -94,9 +94,21 @@ func ParseAPIServer(r io.Reader) (map[string]int64, error) {
 			out["conflicts"] += int64(v)
 		case name == "apiserver_request_total" && strings.HasPrefix(Label(labels, "code"), "2") && isWrite(Label(labels, "verb")):
 			out["writes"] += int64(v)
+			out[writesPrefix+requestName(Label(labels, "verb"), Label(labels, "subresource"))] += int64(v)
 		}
 	})
 	return out, err
+}
+
+// writesPrefix marks ParseAPIServer's counts of stored writes by request.
+const writesPrefix = "writes:"
+
+// requestName names a request by its verb and subresource: "PUT status".
+func requestName(verb, subresource string) string {
+	if subresource == "" {
+		return verb
+	}
+	return verb + " " + subresource
 }
 
 func isWrite(verb string) bool {

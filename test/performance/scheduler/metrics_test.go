@@ -97,7 +97,7 @@ apiserver_request_duration_seconds_count{group="berth.dev",resource="workloads",
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]int64{"terminatedWatchers": 17, "conflicts": 7, "writes": 1200}, got); diff != "" {
+	if diff := cmp.Diff(map[string]int64{"terminatedWatchers": 17, "conflicts": 7, "writes": 1200, "writes:PUT status": 900, "writes:POST": 300}, got); diff != "" {
 		t.Errorf("API server counts (-want +got):\n%s", diff)
 	}
 }

@@ -303,6 +303,14 @@ func (c counters) since(before counters) measured {
 		Conflicts:          c.apiServer["conflicts"] - before.apiServer["conflicts"],
 		WorkloadWrites:     c.apiServer["writes"] - before.apiServer["writes"],
 	}}
+	for name, n := range c.apiServer {
+		if request, ok := strings.CutPrefix(name, writesPrefix); ok && n > before.apiServer[name] {
+			if m.apiServer.WorkloadWritesByRequest == nil {
+				m.apiServer.WorkloadWritesByRequest = map[string]int64{}
+			}
+			m.apiServer.WorkloadWritesByRequest[request] = n - before.apiServer[name]
+		}
+	}
 	for name, p := range m.procs {
 		p.CPUSeconds = round(p.CPUSeconds - before.procs[name].CPUSeconds)
 		m.procs[name] = p

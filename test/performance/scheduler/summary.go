@@ -92,6 +92,10 @@ type APIServer struct {
 	// WorkloadWrites counts the Workload writes (POST, PUT, PATCH) it
 	// stored: the runner's and the controller's.
 	WorkloadWrites int64 `json:"workloadWrites"`
+	// WorkloadWritesByRequest splits WorkloadWrites by verb and
+	// subresource ("POST", "PUT status"), to hold against the writes the
+	// runner and the controller say they made.
+	WorkloadWritesByRequest map[string]int64 `json:"workloadWritesByRequest,omitempty"`
 	// CPUMsPerWorkloadWrite is the CPU the API server and etcd spent in the
 	// run, everything included (reads, watches, refused writes, the
 	// queues' status), per Workload write they stored.
