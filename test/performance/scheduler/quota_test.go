@@ -168,3 +168,28 @@ func TestRecorderAuditsUntilTheWatchListsAgain(t *testing.T) {
 		t.Errorf("perf check says %q, want the quota violation of cq-a/big", misses)
 	}
 }
+
+// TestRecorderStopsTheAuditWhenTheInformerListsAgain: an update whose old
+// and new objects have the same version is the informer listing again,
+// which may have skipped versions; the audit stops there even though no
+// watch error was reported. An update with a new version does not stop it.
+func TestRecorderStopsTheAuditWhenTheInformerListsAgain(t *testing.T) {
+	s := auditScenario()
+	s.Workloads = []Planned{{Namespace: "cq-a", Name: "w", RequestMilli: 1000, Runtime: time.Hour}}
+	r := NewRecorder(context.Background(), nil, s)
+	r.Start(time.Now())
+	h := r.Handler()
+	version := func(rv string) *berthv1alpha1.Workload {
+		return &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "cq-a", Name: "w", ResourceVersion: rv}}
+	}
+	h.OnAdd(version("3"), false)
+	h.OnUpdate(version("3"), version("5"))
+	if res := r.Result(); res.Quota.Incomplete != "" || res.Quota.Versions != 2 {
+		t.Fatalf("after updates with new versions: audit %+v, want 2 versions, complete", res.Quota)
+	}
+	h.OnUpdate(version("5"), version("5"))
+	h.OnUpdate(version("5"), version("8"))
+	if res := r.Result(); !strings.Contains(res.Quota.Incomplete, "without a new version") || res.Quota.Versions != 2 {
+		t.Errorf("after an update without a new version: audit %+v, want the 2 versions before it, marked incomplete", res.Quota)
+	}
+}

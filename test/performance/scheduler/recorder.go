@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -131,9 +132,24 @@ func (r *Recorder) Done() <-chan struct{} { return r.done }
 // Handler is the informer event handler that feeds the recorder.
 func (r *Recorder) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { r.observe(obj) },
-		UpdateFunc: func(_, obj any) { r.observe(obj) },
+		AddFunc: func(obj any) { r.observe(obj) },
+		UpdateFunc: func(old, obj any) {
+			if relisted(old, obj) {
+				r.WatchRestarted(errors.New("an update of a Workload came without a new version"))
+			}
+			r.observe(obj)
+		},
 	}
+}
+
+// relisted tells whether an update's old and new objects have the same
+// version: the informer listed again (the runner's has no resync) and
+// hands over every Workload as an update, whether the error that made it
+// list again reached the watch error handler or not.
+func relisted(old, obj any) bool {
+	o, ok1 := old.(*berthv1alpha1.Workload)
+	n, ok2 := obj.(*berthv1alpha1.Workload)
+	return ok1 && ok2 && o.ResourceVersion == n.ResourceVersion
 }
 
 func (r *Recorder) observe(obj any) {
