@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -191,5 +194,25 @@ func TestRecorderStopsTheAuditWhenTheInformerListsAgain(t *testing.T) {
 	h.OnUpdate(version("5"), version("8"))
 	if res := r.Result(); !strings.Contains(res.Quota.Incomplete, "without a new version") || res.Quota.Versions != 2 {
 		t.Errorf("after an update without a new version: audit %+v, want the 2 versions before it, marked incomplete", res.Quota)
+	}
+}
+
+// TestNotifyRelists: the informer's first list is its start; every later
+// one is a relist, which client-go makes after an expired watch without
+// calling the watch error handler.
+func TestNotifyRelists(t *testing.T) {
+	var calls []string
+	inner := &toolscache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (k8sruntime.Object, error) {
+		return &berthv1alpha1.WorkloadList{}, nil
+	}}
+	lw := toolscache.ToListerWatcherWithContext(notifyRelists(inner, func(err error) { calls = append(calls, err.Error()) }))
+	for range 3 {
+		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"the informer listed the Workloads again (list 2)", "the informer listed the Workloads again (list 3)"}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("relists (-want +got):\n%s", diff)
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -263,6 +265,23 @@ wait:
 	return res, restarts.measured(after), nil
 }
 
+// notifyRelists returns lw calling relisted on every list after the
+// first: the informer lists again, and the versions written since its
+// watch ended may never be shown.
+func notifyRelists(lw toolscache.ListerWatcher, relisted func(error)) toolscache.ListerWatcher {
+	inner := toolscache.ToListerWatcherWithContext(lw)
+	var lists atomic.Int32
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+			if n := lists.Add(1); n > 1 {
+				relisted(fmt.Errorf("the informer listed the Workloads again (list %d)", n))
+			}
+			return inner.ListWithContext(ctx, opts)
+		},
+		WatchFuncWithContext: inner.WatchWithContext,
+	}
+}
+
 // writeTimelines writes workloads.csv and samples.csv to dir.
 func writeTimelines(ctx context.Context, dir string, rec *Recorder, samples []Sample) {
 	if err := writeCSV(filepath.Join(dir, "workloads.csv"), rec.WriteTimeline); err != nil {
@@ -380,6 +399,15 @@ func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec 
 	opts.DefaultWatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
 		rec.WatchRestarted(err)
 		toolscache.DefaultWatchErrorHandler(ctx, r, err)
+	}
+	// client-go lists again after a watch whose version expired without
+	// calling the error handler; the Workloads' lister says so instead.
+	newInformer := opts.NewInformer
+	opts.NewInformer = func(lw toolscache.ListerWatcher, obj k8sruntime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if _, ok := obj.(*berthv1alpha1.Workload); ok {
+			lw = notifyRelists(lw, rec.WatchRestarted)
+		}
+		return newInformer(lw, obj, resync, indexers)
 	}
 	ca, err := cache.New(cfg, opts)
 	if err != nil {
