@@ -120,6 +120,15 @@ func decodesAsV1(t reflect.Type, seen map[reflect.Type]bool) error {
 	return nil
 }
 
+// WatchObserver is a ListerWatcher that is told of every watch an
+// informer of NewInformer opens in place of its own Watch: a list streamed
+// as a watch (metav1.ListOptions.SendInitialEvents), which client-go makes
+// instead of a List, included.
+type WatchObserver interface {
+	toolscache.ListerWatcher
+	WatchOpening(opts metav1.ListOptions)
+}
+
 // NewInformerFunc is the constructor controller-runtime's cache takes in
 // cache.Options.NewInformer.
 type NewInformerFunc = func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
@@ -146,9 +155,16 @@ func NewInformer(cfg *rest.Config, httpClient *http.Client, scheme *runtime.Sche
 	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		if w, ok := watchers[reflect.TypeOf(obj)]; ok {
+			watchFunc := w.watch
+			if o, ok := lw.(WatchObserver); ok {
+				watchFunc = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+					o.WatchOpening(opts)
+					return w.watch(ctx, opts)
+				}
+			}
 			lw = &toolscache.ListWatch{
 				ListWithContextFunc:  toolscache.ToListerWatcherWithContext(lw).ListWithContext,
-				WatchFuncWithContext: w.watch,
+				WatchFuncWithContext: watchFunc,
 			}
 		}
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)

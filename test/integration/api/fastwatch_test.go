@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,7 +48,8 @@ func TestWorkloadInformerWatchesInOnePass(t *testing.T) {
 			return nil, errors.New("not this watch")
 		},
 	}
-	inf := newInformer(lw, &berthv1alpha1.Workload{}, 0, toolscache.Indexers{})
+	observer := &watchObserver{ListWatch: lw}
+	inf := newInformer(observer, &berthv1alpha1.Workload{}, 0, toolscache.Indexers{})
 	seen := make(chan string, 16)
 	note := func(what string, obj any) {
 		if wl, ok := obj.(*berthv1alpha1.Workload); ok && wl.Name == "fastwatch" {
@@ -83,6 +85,11 @@ func TestWorkloadInformerWatchesInOnePass(t *testing.T) {
 	if n := testutil.ToFloat64(metrics.WatchesStarted.WithLabelValues("workloads")) - started; n < 1 {
 		t.Errorf("berth_watches_started_total{resource=\"workloads\"} went up by %v, want the informer's watch counted", n)
 	}
+	// Client-go lists by streaming the list as a watch (its default since
+	// 1.35); the observer must hear of it, or a relist goes unnoticed.
+	if o := observer.watches.Load(); o < 1 || observer.lists.Load() != 1 {
+		t.Errorf("the observer heard of %d watches, %d of them lists; want the informer's list streamed as a watch", o, observer.lists.Load())
+	}
 
 	u := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: fastwatch\n  namespace: default\nspec:\n  queueName: main\n  podSets:\n"+podSet("main", 1, ""))
 	if err := create(ctx, t, u); err != nil {
@@ -117,5 +124,19 @@ func expect(t *testing.T, seen <-chan string, want string) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the informer did not see %q within 20s", want)
+	}
+}
+
+// watchObserver counts the watches fastwatch opens, and those that stream
+// a list.
+type watchObserver struct {
+	*toolscache.ListWatch
+	watches, lists atomic.Int32
+}
+
+func (o *watchObserver) WatchOpening(opts metav1.ListOptions) {
+	o.watches.Add(1)
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		o.lists.Add(1)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/fastwatch"
 )
 
 // auditScenario is one cohort of two ClusterQueues, cq-a and cq-b, each
@@ -198,18 +199,26 @@ func TestRecorderStopsTheAuditWhenTheInformerListsAgain(t *testing.T) {
 }
 
 // TestNotifyRelists: the informer's first list is its start; every later
-// one is a relist, which client-go makes after an expired watch without
-// calling the watch error handler.
+// one, a List or a list streamed as a watch, is a relist, which client-go
+// makes after an expired watch without calling the watch error handler.
 func TestNotifyRelists(t *testing.T) {
 	var calls []string
 	inner := &toolscache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (k8sruntime.Object, error) {
 		return &berthv1alpha1.WorkloadList{}, nil
 	}}
-	lw := toolscache.ToListerWatcherWithContext(notifyRelists(inner, func(err error) { calls = append(calls, err.Error()) }))
-	for range 3 {
-		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	notifier := notifyRelists(inner, func(err error) { calls = append(calls, err.Error()) })
+	lw := toolscache.ToListerWatcherWithContext(notifier)
+	observer, ok := notifier.(fastwatch.WatchObserver)
+	if !ok {
+		t.Fatal("the notifier does not observe fastwatch's watches")
+	}
+	// Client-go's default: the first list streamed as a watch, then plain
+	// watches, then a list again, one of each kind.
+	observer.WatchOpening(metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	observer.WatchOpening(metav1.ListOptions{ResourceVersion: "12"})
+	observer.WatchOpening(metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	want := []string{"the informer listed the Workloads again (list 2)", "the informer listed the Workloads again (list 3)"}
 	if diff := cmp.Diff(want, calls); diff != "" {

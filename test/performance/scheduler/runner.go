@@ -20,9 +20,11 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -266,19 +268,47 @@ wait:
 }
 
 // notifyRelists returns lw calling relisted on every list after the
-// first: the informer lists again, and the versions written since its
-// watch ended may never be shown.
+// first, whether a List or a list streamed as a watch (client-go's
+// default, with the fastwatch informer telling of it): the informer lists
+// again, and the versions written since its watch ended may never be
+// shown.
 func notifyRelists(lw toolscache.ListerWatcher, relisted func(error)) toolscache.ListerWatcher {
-	inner := toolscache.ToListerWatcherWithContext(lw)
-	var lists atomic.Int32
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
-			if n := lists.Add(1); n > 1 {
-				relisted(fmt.Errorf("the informer listed the Workloads again (list %d)", n))
-			}
-			return inner.ListWithContext(ctx, opts)
-		},
-		WatchFuncWithContext: inner.WatchWithContext,
+	return &relistNotifier{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(lw), relisted: relisted}
+}
+
+type relistNotifier struct {
+	toolscache.ListerWatcherWithContext
+	lists    atomic.Int32
+	relisted func(error)
+}
+
+func (l *relistNotifier) listing() {
+	if n := l.lists.Add(1); n > 1 {
+		l.relisted(fmt.Errorf("the informer listed the Workloads again (list %d)", n))
+	}
+}
+
+// ListWithContext counts a List.
+func (l *relistNotifier) ListWithContext(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+	l.listing()
+	return l.ListerWatcherWithContext.ListWithContext(ctx, opts)
+}
+
+// List is ListWithContext without a context.
+func (l *relistNotifier) List(opts metav1.ListOptions) (k8sruntime.Object, error) {
+	return l.ListWithContext(context.Background(), opts)
+}
+
+// Watch is the inner WatchWithContext without a context; the fastwatch
+// informer opens its own watches instead.
+func (l *relistNotifier) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), opts)
+}
+
+// WatchOpening counts a list streamed as a watch.
+func (l *relistNotifier) WatchOpening(opts metav1.ListOptions) {
+	if ptr.Deref(opts.SendInitialEvents, false) {
+		l.listing()
 	}
 }
 
