@@ -42,6 +42,9 @@ type killedControllers struct {
 	process                             Process
 }
 
+// ended counts the processes that ended during the run, killed or not.
+func (k killedControllers) ended() int { return k.restarts + k.exits }
+
 // restarts restarts the controller during a run and keeps the counts of
 // the processes it killed, so that the run's figures add up all of them.
 type restarts struct {
@@ -139,7 +142,7 @@ func (r *restarts) account(last controllerSnapshot) {
 // controllerCPU continues the controller's CPU in cpu, a sample of the
 // running processes, from where the killed processes left it.
 func (r *restarts) controllerCPU(cpu map[string]float64) map[string]float64 {
-	if r.killed.restarts+r.killed.exits > 0 {
+	if r.killed.ended() > 0 {
 		cpu["berth"] += r.first.procs["berth"].CPUSeconds + r.killed.process.CPUSeconds
 	}
 	return cpu
@@ -153,7 +156,7 @@ func (r *restarts) measured(after counters) measured {
 // withKilled adds the killed controllers' figures to m's.
 func (m measured) withKilled(k killedControllers) measured {
 	m.killed = k
-	if k.restarts+k.exits == 0 {
+	if k.ended() == 0 {
 		return m
 	}
 	m.writes.byVerb = add(m.writes.byVerb, k.writes)

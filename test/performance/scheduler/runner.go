@@ -10,23 +10,17 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -267,51 +261,6 @@ wait:
 	return res, restarts.measured(after), nil
 }
 
-// notifyRelists returns lw calling relisted on every list after the
-// first, whether a List or a list streamed as a watch (client-go's
-// default, with the fastwatch informer telling of it): the informer lists
-// again, and the versions written since its watch ended may never be
-// shown.
-func notifyRelists(lw toolscache.ListerWatcher, relisted func(error)) toolscache.ListerWatcher {
-	return &relistNotifier{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(lw), relisted: relisted}
-}
-
-type relistNotifier struct {
-	toolscache.ListerWatcherWithContext
-	lists    atomic.Int32
-	relisted func(error)
-}
-
-func (l *relistNotifier) listing() {
-	if n := l.lists.Add(1); n > 1 {
-		l.relisted(fmt.Errorf("the informer listed the Workloads again (list %d)", n))
-	}
-}
-
-// ListWithContext counts a List.
-func (l *relistNotifier) ListWithContext(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
-	l.listing()
-	return l.ListerWatcherWithContext.ListWithContext(ctx, opts)
-}
-
-// List is ListWithContext without a context.
-func (l *relistNotifier) List(opts metav1.ListOptions) (k8sruntime.Object, error) {
-	return l.ListWithContext(context.Background(), opts)
-}
-
-// Watch is the inner WatchWithContext without a context; the fastwatch
-// informer opens its own watches instead.
-func (l *relistNotifier) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), opts)
-}
-
-// WatchOpening counts a list streamed as a watch.
-func (l *relistNotifier) WatchOpening(opts metav1.ListOptions) {
-	if ptr.Deref(opts.SendInitialEvents, false) {
-		l.listing()
-	}
-}
-
 // writeTimelines writes workloads.csv and samples.csv to dir.
 func writeTimelines(ctx context.Context, dir string, rec *Recorder, samples []Sample) {
 	if err := writeCSV(filepath.Join(dir, "workloads.csv"), rec.WriteTimeline); err != nil {
@@ -415,46 +364,6 @@ func readProcesses(berthPid int) map[string]Process {
 		}
 	}
 	return out
-}
-
-// watchWorkloads feeds rec from an informer on Workloads, started and
-// synced before it returns; it stops with ctx.
-func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec *Recorder) error {
-	// The controller's cache options: the runner must not take more of
-	// the machine than a job integration would.
-	opts, err := controller.CacheOptions(cfg, c.Scheme())
-	if err != nil {
-		return err
-	}
-	opts.DefaultWatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
-		rec.WatchRestarted(err)
-		toolscache.DefaultWatchErrorHandler(ctx, r, err)
-	}
-	// client-go lists again after a watch whose version expired without
-	// calling the error handler; the Workloads' lister says so instead.
-	newInformer := opts.NewInformer
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj k8sruntime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		if _, ok := obj.(*berthv1alpha1.Workload); ok {
-			lw = notifyRelists(lw, rec.WatchRestarted)
-		}
-		return newInformer(lw, obj, resync, indexers)
-	}
-	ca, err := cache.New(cfg, opts)
-	if err != nil {
-		return err
-	}
-	inf, err := ca.GetInformer(ctx, &berthv1alpha1.Workload{})
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(rec.Handler()); err != nil {
-		return err
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		return errors.New("the Workload informer did not sync")
-	}
-	return nil
 }
 
 // createWorkloads creates each workload at its offset from start, with
