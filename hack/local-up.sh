@@ -44,7 +44,7 @@ fi
 
 echo "local-up: applying the nodes, the CRDs, the validation policy and the webhooks"
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/nodes.yaml" >/dev/null
-JOBSET_CRDS=$(cd "$ROOT" && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases
+JOBSET_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/jobset)/config/components/crd/bases
 # wait_for ARGS... retries `kubectl wait`: it gives up at once on an object
 # that has no conditions yet, as a new CRD or node has for a moment.
 wait_for() {

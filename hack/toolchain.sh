@@ -23,12 +23,14 @@ mkdir -p "$K8S_BIN" "$STAMPS"
 
 log() { echo "toolchain: $*" >&2; }
 
-# fresh NAME HASH... succeeds when NAME was built from the same inputs.
+# fresh NAME OUTPUT HASH... succeeds when NAME was built from the same
+# inputs and its output is still there: a stamp alone outlives a deleted
+# binary.
 fresh() {
-	local name=$1; shift
+	local name=$1 output=$2; shift 2
 	local want
 	want=$(printf '%s\n' "$@" | sha256sum | cut -c1-16)
-	[[ -f $STAMPS/$name && $(cat "$STAMPS/$name") == "$want" ]] && return 0
+	[[ -f $STAMPS/$name && -x $output && $(cat "$STAMPS/$name") == "$want" ]] && return 0
 	echo "$want" >"$STAMPS/$name.want"
 	return 1
 }
@@ -50,7 +52,7 @@ kube_ldflags() {
 
 build_kube() {
 	local mod=$ROOT/hack/tools/kube
-	if fresh kube "$KUBE_VERSION" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
+	if fresh kube "$K8S_BIN/kubectl" "$KUBE_VERSION" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
 	log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $KUBE_VERSION (several minutes cold)"
 	(cd "$mod" && go build -trimpath -ldflags "$(kube_ldflags)" -o "$K8S_BIN/" \
 		k8s.io/kubernetes/cmd/kube-apiserver \
@@ -66,7 +68,7 @@ build_kube() {
 build_berth_scheduler() {
 	local mod=$ROOT/cmd/berth-scheduler files
 	mapfile -t files < <(cd "$mod" && find . -name '*.go' -type f | LC_ALL=C sort)
-	if fresh berth-scheduler "$KUBE_VERSION" "${files[@]}" \
+	if fresh berth-scheduler "$BIN/berth-scheduler" "$KUBE_VERSION" "${files[@]}" \
 		"$(cd "$mod" && filehash go.mod go.sum "${files[@]}")"; then return; fi
 	log "building berth-scheduler (kube-scheduler $KUBE_VERSION with Berth's plugins)"
 	(cd "$mod" && go build -trimpath -ldflags "$(kube_ldflags)" -o "$BIN/berth-scheduler" .)
@@ -75,7 +77,7 @@ build_berth_scheduler() {
 
 build_etcd() {
 	local mod=$ROOT/hack/tools/etcd
-	if fresh etcd "$(filehash "$mod/go.mod" "$mod/go.sum" "$mod/main.go")"; then return; fi
+	if fresh etcd "$K8S_BIN/etcd" "$(filehash "$mod/go.mod" "$mod/go.sum" "$mod/main.go")"; then return; fi
 	log "building etcd"
 	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$K8S_BIN/etcd" .)
 	stamp etcd
@@ -84,7 +86,7 @@ build_etcd() {
 # go_install NAME PACKAGE VERSION installs a tool with its own go.mod.
 go_install() {
 	local name=$1 pkg=$2 version=$3
-	if fresh "$name" "$pkg@$version"; then return; fi
+	if fresh "$name" "$BIN/$name" "$pkg@$version"; then return; fi
 	log "installing $pkg@$version"
 	GOBIN=$BIN go install -trimpath -ldflags "-s -w" "$pkg@$version"
 	stamp "$name"
@@ -92,7 +94,7 @@ go_install() {
 
 build_jobset() {
 	local mod=$ROOT/hack/tools/jobset
-	if fresh jobset "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
+	if fresh jobset "$BIN/jobset-controller" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
 	log "building the JobSet controller"
 	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/jobset-controller" sigs.k8s.io/jobset)
 	stamp jobset

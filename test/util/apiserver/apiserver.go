@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -188,13 +189,18 @@ func Scheme() (*k8sruntime.Scheme, error) {
 }
 
 // ModuleDir is where the Go module path, a dependency of Berth, is in the
-// module cache: the tests install CRDs that dependencies ship.
+// module cache: the tests install CRDs that dependencies ship. It downloads
+// the module first, as a fresh machine has nothing in its module cache that
+// a build did not need.
 func ModuleDir(path string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", path)
+	cmd := exec.Command("go", "mod", "download", "-json", path)
 	cmd.Dir = RepoRoot()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("finding module %s: %w", path, err)
+	var mod struct{ Dir, Error string }
+	if jsonErr := json.Unmarshal(out, &mod); err != nil || jsonErr != nil || mod.Error != "" || mod.Dir == "" {
+		return "", fmt.Errorf("downloading module %s: %s %s: %w", path, mod.Error, strings.TrimSpace(stderr.String()), errors.Join(err, jsonErr))
 	}
-	return strings.TrimSpace(string(out)), nil
+	return mod.Dir, nil
 }
