@@ -25,50 +25,31 @@ import (
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
-	"github.com/berth-dev/berth/pkg/controller/core"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
-	"github.com/berth-dev/berth/pkg/util/logging"
+	"github.com/berth-dev/berth/pkg/manager"
 	"github.com/berth-dev/berth/pkg/webhook/certs"
 )
 
 func main() {
 	var configFile string
+	var deviations manager.Deviations
 	flag.StringVar(&configFile, "config", "", "Path to the controller's configuration file (config.berth.dev/v1alpha1 Configuration); empty for the defaults.")
+	flag.BoolVar(&deviations.Stock, "stock", false, "Run as stock controller-runtime and client-go do, without Berth's deviations from them (see operations.md), to bisect a regression after upgrading either.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(logging.Lazy(zap.New(zap.UseFlagOptions(&opts))))
-	setProcs(os.Getenv)
+	ctrl.SetLogger(deviations.Logger(zap.New(zap.UseFlagOptions(&opts))))
+	deviations.SetProcs(os.Getenv)
 
-	if err := run(configFile); err != nil {
+	if err := run(configFile, deviations); err != nil {
 		ctrl.Log.Error(err, "Berth stopped")
 		os.Exit(1)
 	}
 }
 
-// defaultProcs is how many threads run the controller's Go code at once,
-// unless the GOMAXPROCS environment variable says otherwise. Its work is
-// one admission loop, reconciles that take microseconds and I/O: a small
-// part of one core on the benchmark. Go would otherwise take every core of
-// the node, and on an idle core it spins looking for goroutines to run and
-// marks the heap for the garbage collector, CPU the rest of the node could
-// use. In benchmark runs taken in turns, one thread cost about a tenth
-// less CPU than two, relative to the API server's, and the runs took as
-// long (see site/content/operations.md).
-const defaultProcs = 1
-
-// setProcs sets the number of threads to defaultProcs, unless getenv
-// finds GOMAXPROCS set, and returns the number in effect.
-func setProcs(getenv func(string) string) int {
-	if getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(defaultProcs)
-	}
-	return runtime.GOMAXPROCS(0)
-}
-
-func run(configFile string) error {
+func run(configFile string, deviations manager.Deviations) error {
 	cfg, err := config.Load(configFile)
 	if err != nil {
 		return err
@@ -77,7 +58,7 @@ func run(configFile string) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := controller.AddToScheme(scheme, cfg.Integrations.Frameworks); err != nil {
+	if err := manager.AddToScheme(scheme, cfg.Integrations.Frameworks); err != nil {
 		return err
 	}
 	restConfig := ctrl.GetConfigOrDie()
@@ -89,7 +70,7 @@ func run(configFile string) error {
 		certsMgr = certs.New(certs.OptionsFrom(cfg))
 		tlsOpts = append(tlsOpts, certsMgr.TLSOpt)
 	}
-	opts, err := managerOptions(cfg, restConfig, scheme, tlsOpts)
+	opts, err := managerOptions(cfg, deviations, restConfig, scheme, tlsOpts)
 	if err != nil {
 		return err
 	}
@@ -101,24 +82,23 @@ func run(configFile string) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controllerOptions(cfg)); err != nil {
+	if err := manager.Setup(ctx, mgr, controllerOptions(cfg, deviations)); err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks, "procs", runtime.GOMAXPROCS(0))
+	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks, "procs", runtime.GOMAXPROCS(0), "stock", deviations.Stock)
 	return mgr.Start(ctx)
 }
 
-func managerOptions(cfg *configv1alpha1.Configuration, restConfig *rest.Config, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) (ctrl.Options, error) {
-	cacheOpts, err := controller.CacheOptions(restConfig, scheme)
+func managerOptions(cfg *configv1alpha1.Configuration, deviations manager.Deviations, restConfig *rest.Config, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) (ctrl.Options, error) {
+	cacheOpts, err := deviations.CacheOptions(restConfig, scheme)
 	if err != nil {
 		return ctrl.Options{}, err
 	}
 	return ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   cacheOpts,
-		MapperProvider:          controller.NewRESTMapper,
-		NewClient:               controller.NewClient,
-		Controller:              controller.Defaults(),
+		MapperProvider:          deviations.MapperProvider(),
+		Controller:              deviations.ControllerDefaults(),
 		Metrics:                 metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
 		HealthProbeBindAddress:  cfg.Health.HealthProbeBindAddress,
 		PprofBindAddress:        cfg.PprofBindAddress,
@@ -160,17 +140,18 @@ func addProbes(mgr ctrl.Manager, certsMgr *certs.Manager) error {
 	return mgr.AddReadyzCheck("webhook-certs", certsMgr.Checker())
 }
 
-func controllerOptions(cfg *configv1alpha1.Configuration) controller.Options {
-	opts := controller.Options{
-		Core: core.Options{WorkloadConcurrency: 4},
+func controllerOptions(cfg *configv1alpha1.Configuration, deviations manager.Deviations) manager.Options {
+	opts := manager.Options{
+		Controllers: controller.Options{WorkloadConcurrency: 4},
 		Jobs: jobframework.Options{
 			ManageJobsWithoutQueueName: cfg.ManageJobsWithoutQueueName,
 			DefaultSchedulerName:       cfg.DefaultSchedulerName,
 		},
 		Integrations: cfg.Integrations.Frameworks,
+		Deviations:   deviations,
 	}
 	if cfg.WaitForPodsReady.Enable && cfg.WaitForPodsReady.Timeout != nil {
-		opts.Core.PodsReadyTimeout = cfg.WaitForPodsReady.Timeout.Duration
+		opts.Controllers.PodsReadyTimeout = cfg.WaitForPodsReady.Timeout.Duration
 	}
 	return opts
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -13,23 +12,8 @@ import (
 
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/config"
-	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/manager"
 )
-
-// TestSetProcs: the controller runs on defaultProcs threads, unless
-// GOMAXPROCS is set, when Go's own reading of it stands.
-func TestSetProcs(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	runtime.GOMAXPROCS(3)
-	if got := setProcs(func(string) string { return "" }); got != defaultProcs {
-		t.Errorf("without GOMAXPROCS: %d threads, want %d", got, defaultProcs)
-	}
-	runtime.GOMAXPROCS(3)
-	env := map[string]string{"GOMAXPROCS": "3"}
-	if got := setProcs(func(k string) string { return env[k] }); got != 3 {
-		t.Errorf("with GOMAXPROCS=3: %d threads, want 3", got)
-	}
-}
 
 // TestManagerOptionsCarryTheLeaseTiming: the configuration's lease timing
 // reaches the manager's leader election.
@@ -38,10 +22,10 @@ func TestManagerOptionsCarryTheLeaseTiming(t *testing.T) {
 	cfg.LeaderElection.LeaseDuration = &metav1.Duration{Duration: 6 * time.Second}
 	config.SetDefaults(cfg)
 	scheme := k8sruntime.NewScheme()
-	if err := controller.AddToScheme(scheme, nil); err != nil {
+	if err := manager.AddToScheme(scheme, nil); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := managerOptions(cfg, &rest.Config{Host: "https://127.0.0.1:6443"}, scheme, nil)
+	opts, err := managerOptions(cfg, manager.Deviations{}, &rest.Config{Host: "https://127.0.0.1:6443"}, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,14 @@
-// Package controller holds the reconcilers that connect the Berth API to
-// the admission engine: they keep the engine's cache and queues in sync
-// with ResourceFlavors, ClusterQueues, Cohorts, LocalQueues,
-// WorkloadPriorityClasses and Workloads, and write the status the engine
-// decides. Decisions are made in pkg/scheduler; this package only reads and
-// writes the API.
+// Package controller holds the reconcilers of Berth's own kinds, one file
+// each with its SetupWithManager: they keep the admission engine's cache
+// (pkg/cache) and queues (pkg/queue) in step with ResourceFlavors,
+// ClusterQueues, Cohorts, LocalQueues, WorkloadPriorityClasses and
+// Workloads, write the queues' status, and evict the admitted workloads
+// that must stop. Workload status goes through the Writer it is given
+// (pkg/workloadwriter), with the transitions of pkg/workload.
+//
+// It must not decide admission: every decision comes from pkg/scheduler,
+// and pkg/applier writes them. Predicates and event handlers here only
+// filter and map keys.
 //
 // The RBAC markers below are the whole of what the controller manager may
 // do; config/rbac/role.yaml is generated from them. The controller

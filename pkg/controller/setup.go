@@ -2,114 +2,73 @@ package controller
 
 import (
 	"context"
-	"fmt"
+	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
-	"github.com/berth-dev/berth/pkg/controller/core"
-	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/queue"
-	"github.com/berth-dev/berth/pkg/scheduler"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
-// Options is what the controllers take from the configuration.
+// Options configures the reconcilers.
 type Options struct {
-	// Core configures the reconcilers of Berth's kinds.
-	Core core.Options
-	// Jobs configures the job integrations.
-	Jobs jobframework.Options
-	// Integrations are the names of the enabled job frameworks.
-	Integrations []string
+	// PodsReadyTimeout, when positive, evicts an admitted workload whose
+	// pods are not all ready this long after admission.
+	PodsReadyTimeout time.Duration
+	// WorkloadConcurrency is how many Workloads are reconciled at once.
+	WorkloadConcurrency int
 }
 
-// AddToScheme adds Berth's kinds and the enabled frameworks' kinds.
-func AddToScheme(scheme *runtime.Scheme, integrations []string) error {
-	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+// Engine is what the reconcilers share with the scheduler: its cache of
+// quota and its queues, the writer of Workload status, and the writer of
+// why workloads wait.
+type Engine struct {
+	Cache    *cache.Cache
+	Queues   *queue.Manager
+	Writer   workloadwriter.Writer
+	Pending  pendingMessages
+	Recorder events.EventRecorder
+}
+
+// Setup registers the field indexes and the reconcilers of Berth's kinds
+// with mgr. The indexes come first: an informer takes indexes only before
+// it starts, and the reconcilers' informers start with the manager.
+func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error {
+	if err := SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	enabled, err := jobframework.Enabled(integrations)
+	queueWorkloads, err := NewQueueWorkloads(ctx, mgr.GetCache())
 	if err != nil {
 		return err
 	}
-	for _, i := range enabled {
-		if err := i.AddToScheme(scheme); err != nil {
+	cl := mgr.GetClient()
+	n := NewStatusNotifier()
+	// The queues' status writes share one budget.
+	budget := newStatusBudget()
+	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&WorkloadReconciler{
+			client: cl, writer: e.Writer, cache: e.Cache, queues: e.Queues, pending: e.Pending, recorder: e.Recorder,
+			podsReadyTimeout: opts.PodsReadyTimeout, concurrency: opts.WorkloadConcurrency, status: n,
+		},
+		&ClusterQueueReconciler{
+			client: cl, workloads: queueWorkloads.Each, cache: e.Cache, queues: e.Queues, notifier: n,
+			pacer: newStatusPacer(budget), synced: map[string]int64{},
+		},
+		&LocalQueueReconciler{
+			client: cl, workloads: queueWorkloads.Each, notifier: n,
+			pacer: newStatusPacer(budget), seen: map[types.NamespacedName]int64{},
+		},
+		&ResourceFlavorReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
+		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues},
+		&WorkloadPriorityClassReconciler{client: cl},
+	}
+	for _, r := range reconcilers {
+		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// admissionWriters is how many admission and preemption writes of a
-// scheduling cycle are under way at once. Each is one write of a
-// Workload's status; in parallel, a cycle costs about one round trip to the
-// API server instead of one per decision.
-const admissionWriters = 32
-
-// Setup wires the admission engine, the reconcilers, the job integrations
-// and the scheduler into mgr. The scheduler runs on the leader only.
-func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	c := cache.New()
-	q := queue.NewManager()
-	applier, err := core.Setup(ctx, mgr, c, q, mgr.GetEventRecorder("berth-controller"), opts.Core)
-	if err != nil {
-		return err
-	}
-	enabled, err := jobframework.Enabled(opts.Integrations)
-	if err != nil {
-		return err
-	}
-	for _, i := range enabled {
-		if err := i.SetupWithManager(mgr, opts.Jobs); err != nil {
-			return fmt.Errorf("setting up job integration %s: %w", i.Name, err)
-		}
-	}
-	sched := scheduler.New(c, q, applier, scheduler.WithParallelism(admissionWriters))
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
-		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {
-			return err
-		}
-		if err := prime(ctx, mgr.GetClient(), c); err != nil {
-			return err
-		}
-		sched.Start(ctx)
-		return nil
-	}))
-}
-
-// prime loads the quota held by workloads before the first cycle, so that
-// a controller that starts (or restarts, or takes over as leader) never
-// hands out quota that workloads admitted earlier still hold. It reads the
-// cache, which waitForWorkloads has brought up to the API server's state. The
-// reconcilers would load the same, but with no ordering against the
-// scheduler's first cycle.
-func prime(ctx context.Context, c client.Reader, engine *cache.Cache) error {
-	flavors := &berthv1alpha1.ResourceFlavorList{}
-	cohorts := &berthv1alpha1.CohortList{}
-	cqs := &berthv1alpha1.ClusterQueueList{}
-	wls := &berthv1alpha1.WorkloadList{}
-	for _, list := range []client.ObjectList{flavors, cohorts, cqs, wls} {
-		if err := c.List(ctx, list); err != nil {
-			return fmt.Errorf("loading the quota in use: %w", err)
-		}
-	}
-	for i := range flavors.Items {
-		engine.AddOrUpdateResourceFlavor(&flavors.Items[i])
-	}
-	for i := range cohorts.Items {
-		engine.AddOrUpdateCohort(&cohorts.Items[i])
-	}
-	for i := range cqs.Items {
-		engine.AddOrUpdateClusterQueue(&cqs.Items[i])
-	}
-	for i := range wls.Items {
-		engine.AddOrUpdateWorkload(&wls.Items[i])
-	}
-	ctrl.LoggerFrom(ctx).Info("Loaded the quota in use", "clusterQueues", len(cqs.Items), "workloads", len(wls.Items))
 	return nil
 }

@@ -12,13 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/controller/core"
 	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // JobReconciler runs the life cycle of the jobs of one framework.
 type JobReconciler struct {
 	client      client.Client
+	writer      workloadwriter.Writer
 	integration *Integration
 	// manageWithoutQueueName makes Berth manage jobs without the queue
 	// label too; they wait with a condition that says they have no queue.
@@ -47,7 +48,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
-		return ctrl.Result{}, core.Finish(ctx, r.client, wl, finishReason(succeeded), msg)
+		return ctrl.Result{}, r.apply(ctx, wl, workload.Finish(finishReason(succeeded), msg))
 	}
 	if synced, err := r.syncLabels(ctx, job, wl); err != nil || !synced {
 		return ctrl.Result{}, err
@@ -145,7 +146,7 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 			return r.client.Update(ctx, job.Object())
 		}
 		// The job is stopped: its quota can go to others.
-		return core.Requeue(ctx, r.client, wl)
+		return r.apply(ctx, wl, workload.Requeue())
 	case admitted && job.IsSuspended():
 		infos, err := admittedInfos(ctx, r.client, wl)
 		if err != nil {
@@ -156,9 +157,15 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		}
 		return r.client.Update(ctx, job.Object())
 	case admitted:
-		return core.SetPodsReady(ctx, r.client, wl, job.PodsReady())
+		return r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
 	case job.RestorePodSetsInfo(originalInfos(wl)):
 		return r.client.Update(ctx, job.Object())
 	}
 	return nil
+}
+
+// apply writes a transition of the job's Workload.
+func (r *JobReconciler) apply(ctx context.Context, wl *berthv1alpha1.Workload, change workload.Change) error {
+	_, err := workloadwriter.Apply(ctx, r.writer, wl, change)
+	return err
 }

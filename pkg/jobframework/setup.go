@@ -4,7 +4,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/controller/core"
+	"github.com/berth-dev/berth/pkg/util/shutdown"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // Options configures the job reconcilers and webhooks.
@@ -15,6 +16,8 @@ type Options struct {
 	// DefaultSchedulerName is the scheduler of admitted pods when their
 	// ClusterQueue names none.
 	DefaultSchedulerName string
+	// Writer writes the status of the jobs' Workloads.
+	Writer workloadwriter.Writer
 }
 
 // SetupWithManager registers the integration's reconciler and webhook.
@@ -23,7 +26,9 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(i.GVK.Group + "-" + i.GVK.Kind).
 		For(i.NewJob().Object()).
 		Owns(&berthv1alpha1.Workload{}).
-		Complete(core.UntilStopped(&JobReconciler{client: mgr.GetClient(), integration: i, manageWithoutQueueName: opts.ManageJobsWithoutQueueName}))
+		Complete(shutdown.UntilStopped(&JobReconciler{
+			client: mgr.GetClient(), writer: opts.Writer, integration: i, manageWithoutQueueName: opts.ManageJobsWithoutQueueName,
+		}))
 	if err != nil {
 		return err
 	}

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/berth-dev/berth/pkg/controller"
-	"github.com/berth-dev/berth/pkg/controller/core"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	"github.com/berth-dev/berth/pkg/manager"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -67,18 +67,17 @@ func startManager() error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := controller.AddToScheme(scheme, integrations); err != nil {
+	if err := manager.AddToScheme(scheme, integrations); err != nil {
 		return err
 	}
-	cacheOpts, err := controller.CacheOptions(cfg, scheme)
+	cacheOpts, err := manager.Deviations{}.CacheOptions(cfg, scheme)
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
-		MapperProvider:         controller.NewRESTMapper,
-		NewClient:              controller.NewClient,
+		MapperProvider:         manager.Deviations{}.MapperProvider(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -92,8 +91,8 @@ func startManager() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err = controller.Setup(ctx, mgr, controller.Options{
-		Core:         core.Options{WorkloadConcurrency: 4},
+	err = manager.Setup(ctx, mgr, manager.Options{
+		Controllers:  controller.Options{WorkloadConcurrency: 4},
 		Integrations: integrations,
 	})
 	if err != nil {
@@ -117,7 +116,7 @@ func startManager() error {
 // ctrlConfig is Berth's controller configuration, with name validation off:
 // a restarted manager registers the same controller names again.
 func ctrlConfig() config.Controller {
-	c := controller.Defaults()
+	c := manager.Deviations{}.ControllerDefaults()
 	c.SkipNameValidation = ptr.To(true)
 	return c
 }

@@ -3,14 +3,14 @@ package perf
 import (
 	"bytes"
 	"context"
+	"k8s.io/client-go/rest"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 	"github.com/berth-dev/berth/test/performance/scheduler"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -32,12 +32,16 @@ func TestCalibrationWritesAsTheRunDoes(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := controller.NewClient(server.Config, client.Options{Scheme: server.Client.Scheme()})
+	httpClient, err := rest.HTTPClientFor(server.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workloadwriter.New(server.Config, httpClient, server.Client.Scheme())
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := workloadRequests(ctx, t, server)
-	cal, err := scheduler.Calibrate(ctx, server.Config, c, 2, 300*time.Millisecond)
+	cal, err := scheduler.Calibrate(ctx, server.Config, server.Client, w, 2, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/controller"
-	"github.com/berth-dev/berth/pkg/controller/core"
+	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // calibrationNamespace holds the throwaway objects of Calibrate.
@@ -40,10 +40,10 @@ type Calibration struct {
 // Calibrate measures how many writes a second the API server takes on this
 // machine: workers clients, with no client-side rate limit, each write
 // fresh objects over and over for d; first ConfigMaps (a create and a
-// patch each), then Workloads (create, admit, finish). c writes the
-// Workloads as the runner does: it is made by controller.NewClient, so that
-// its status writes are Berth's PUTs. The objects are deleted afterwards.
-func Calibrate(ctx context.Context, cfg *rest.Config, c client.Client, workers int, d time.Duration) (Calibration, error) {
+// patch each), then Workloads (create, admit, finish). c creates the
+// Workloads and w writes their status as the runner does, with Berth's
+// status PUTs. The objects are deleted afterwards.
+func Calibrate(ctx context.Context, cfg *rest.Config, c client.Client, w workloadwriter.Writer, workers int, d time.Duration) (Calibration, error) {
 	cs, err := kubernetes.NewForConfig(unlimited(cfg))
 	if err != nil {
 		return Calibration{}, err
@@ -77,24 +77,30 @@ func Calibrate(ctx context.Context, cfg *rest.Config, c client.Client, workers i
 	// as the run makes them: the runner's create; an admission as Berth
 	// writes it (a status PUT), from a client of its own and so in a field
 	// manager of its own, as the controller's are; and the runner's
-	// Finished (core.Finish). A cheaper form of these writes would make
-	// the bound one that the run could beat.
+	// Finished. A cheaper form of these writes would make the bound one
+	// that the run could beat.
 	admitterCfg := unlimited(cfg)
 	admitterCfg.UserAgent = "berth-perf-calibration-admission"
-	admitter, err := controller.NewClient(admitterCfg, client.Options{Scheme: c.Scheme()})
+	admitterHTTP, err := rest.HTTPClientFor(admitterCfg)
 	if err != nil {
 		return Calibration{}, err
 	}
-	applier := core.NewApplier(admitter, nil, nil)
+	admitter, err := workloadwriter.New(admitterCfg, admitterHTTP, c.Scheme())
+	if err != nil {
+		return Calibration{}, err
+	}
 	out.WorkloadWritesPerSecond, err = writeRate(ctx, workers, d, "Workload", func(name string) []func() error {
 		wl := Workload(&Planned{Name: name, Namespace: calibrationNamespace, Class: "calibration", Priority: 1, RequestMilli: 1000})
 		return []func() error{
 			func() error { return c.Create(ctx, wl) },
 			func() (err error) {
-				wl, err = applier.Admit(ctx, wl, calibrationAdmission())
+				wl, err = workloadwriter.Apply(ctx, admitter, wl, workload.Admit(calibrationAdmission()))
 				return err
 			},
-			func() error { return core.Finish(ctx, c, wl, "Succeeded", "The calibration's job ran") },
+			func() error {
+				_, err := workloadwriter.Apply(ctx, w, wl, workload.Finish("Succeeded", "The calibration's job ran"))
+				return err
+			},
 		}
 	})
 	if err != nil {

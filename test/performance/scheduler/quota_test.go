@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/fastwatch"
 )
 
 // auditScenario is one cohort of two ClusterQueues, cq-a and cq-b, each
@@ -203,20 +203,22 @@ func TestRecorderStopsTheAuditWhenTheInformerListsAgain(t *testing.T) {
 // makes after an expired watch without calling the watch error handler.
 func TestNotifyRelists(t *testing.T) {
 	var calls []string
-	inner := &toolscache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (k8sruntime.Object, error) {
-		return &berthv1alpha1.WorkloadList{}, nil
-	}}
-	notifier := notifyRelists(inner, func(err error) { calls = append(calls, err.Error()) })
-	lw := toolscache.ToListerWatcherWithContext(notifier)
-	observer, ok := notifier.(fastwatch.WatchObserver)
-	if !ok {
-		t.Fatal("the notifier does not observe fastwatch's watches")
+	inner := &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (k8sruntime.Object, error) {
+			return &berthv1alpha1.WorkloadList{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return watch.NewFake(), nil
+		},
 	}
+	lw := toolscache.ToListerWatcherWithContext(notifyRelists(inner, func(err error) { calls = append(calls, err.Error()) }))
 	// Client-go's default: the first list streamed as a watch, then plain
 	// watches, then a list again, one of each kind.
-	observer.WatchOpening(metav1.ListOptions{SendInitialEvents: ptr.To(true)})
-	observer.WatchOpening(metav1.ListOptions{ResourceVersion: "12"})
-	observer.WatchOpening(metav1.ListOptions{SendInitialEvents: ptr.To(true)})
+	for _, opts := range []metav1.ListOptions{{SendInitialEvents: ptr.To(true)}, {ResourceVersion: "12"}, {SendInitialEvents: ptr.To(true)}} {
+		if _, err := lw.WatchWithContext(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}

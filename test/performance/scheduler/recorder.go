@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/controller/core"
 	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // record is what the recorder knows of one workload.
@@ -74,7 +74,7 @@ func (rec *record) evictionCount() int {
 // finishes each admitted workload its runtime after the admission was
 // observed, as a job integration would when the job's pods end.
 type Recorder struct {
-	client   client.Client
+	writer   workloadwriter.Writer
 	scenario *Scenario
 	start    time.Time
 	ctx      context.Context
@@ -95,8 +95,8 @@ type Recorder struct {
 
 // NewRecorder records the workloads of s; c writes the Finished
 // conditions.
-func NewRecorder(ctx context.Context, c client.Client, s *Scenario) *Recorder {
-	r := &Recorder{client: c, scenario: s, ctx: ctx, records: map[types.NamespacedName]*record{}, done: make(chan struct{})}
+func NewRecorder(ctx context.Context, w workloadwriter.Writer, s *Scenario) *Recorder {
+	r := &Recorder{writer: w, scenario: s, ctx: ctx, records: map[types.NamespacedName]*record{}, done: make(chan struct{})}
 	for i := range s.Workloads {
 		p := &s.Workloads[i]
 		r.records[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = &record{planned: p}
@@ -234,7 +234,7 @@ func (rec *record) evicted(now time.Duration) {
 }
 
 // finish marks the workload finished, if it still runs its admission-th
-// admission, as Berth's job integrations do (core.Finish): a write of its
+// admission, as Berth's job integrations do (workload.Finish): a write of its
 // status bound to the version last observed. When the API server has a
 // newer version it waits for the watch to bring it: the workload was
 // evicted, most likely, and then the eviction ends the finish.
@@ -323,7 +323,8 @@ func (r *Recorder) writeFinished(wl *berthv1alpha1.Workload) error {
 			return r.ctx.Err()
 		}
 	}
-	return core.Finish(r.ctx, r.client, wl, "Succeeded", "The benchmark's job ran its runtime")
+	_, err := workloadwriter.Apply(r.ctx, r.writer, wl, workload.Finish("Succeeded", "The benchmark's job ran its runtime"))
+	return err
 }
 
 // finished records that the running workload finished. Call it locked.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // TestWriteTimeline follows two workloads through a recorder: one
@@ -105,7 +106,7 @@ func TestRecorderFinishes(t *testing.T) {
 		}
 		return wl
 	}
-	r := NewRecorder(context.Background(), c, s)
+	r := NewRecorder(context.Background(), workloadwriter.NewUpdate(c), s)
 	r.Start(time.Now())
 	r.observe(observed("runs"))
 	r.observe(observed("evicted"))
@@ -193,7 +194,7 @@ func TestRecorderLimitsFinishes(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		}}).Build()
-	r := NewRecorder(context.Background(), c, s)
+	r := NewRecorder(context.Background(), workloadwriter.NewUpdate(c), s)
 	r.LimitFinishes(2)
 	r.Start(time.Now())
 	for _, obj := range objs {

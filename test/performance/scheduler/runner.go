@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
 
@@ -90,12 +90,20 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	log.Info("API server up", "version", server.Version, "host", server.Config.Host)
 
 	cfg := unlimited(server.Config)
-	// The controller's client: the Finished writes go as Berth's own do.
-	c, err := controller.NewClient(cfg, client.Options{Scheme: server.Client.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: server.Client.Scheme()})
 	if err != nil {
 		return nil, err
 	}
-	cal, err := Calibrate(ctx, server.Config, c, opts.CalibrationWorkers, opts.CalibrationDuration)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The Finished writes go as Berth's job integrations write them.
+	w, err := workloadwriter.New(cfg, httpClient, server.Client.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	cal, err := Calibrate(ctx, server.Config, c, w, opts.CalibrationWorkers, opts.CalibrationDuration)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +122,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	log.Info("Controller ready; queues active", "clusterQueues", len(s.Queues), "workloads", len(s.Workloads))
 
-	res, m, err := runScenario(ctx, cfg, c, s, berth, opts)
+	res, m, err := runScenario(ctx, cfg, c, w, s, berth, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -179,12 +187,12 @@ type measured struct {
 // runScenario creates the workloads on schedule and waits until all are
 // finished, measuring the controller's writes, the processes' cost and
 // the API server's counts over that time.
-func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, s *Scenario, berth *ControllerProcess, opts Options) (Result, measured, error) {
+func runScenario(ctx context.Context, cfg *rest.Config, c client.Client, w workloadwriter.Writer, s *Scenario, berth *ControllerProcess, opts Options) (Result, measured, error) {
 	// The watch ends with the scenario: an open watch holds the API
 	// server's shutdown for its whole grace period.
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	rec := NewRecorder(ctx, c, s)
+	rec := NewRecorder(ctx, w, s)
 	rec.LimitFinishes(opts.Finishers)
 	if err := watchWorkloads(watchCtx, cfg, c, rec); err != nil {
 		return Result{}, measured{}, err

@@ -17,30 +17,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/controller"
 )
 
-// watchWorkloads feeds rec from an informer on Workloads, started and
-// synced before it returns; it stops with ctx.
+// watchWorkloads feeds rec from a stock client-go informer on Workloads,
+// started and synced before it returns; it stops with ctx. The audit must
+// not see the Workloads through the code it audits (pkg/fastwatch).
 func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec *Recorder) error {
-	// The controller's cache options: the runner must not take more of
-	// the machine than a job integration would.
-	opts, err := controller.CacheOptions(cfg, c.Scheme())
-	if err != nil {
-		return err
-	}
-	opts.DefaultWatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
-		rec.WatchRestarted(err)
-		toolscache.DefaultWatchErrorHandler(ctx, r, err)
-	}
-	// client-go lists again after a watch whose version expired without
-	// calling the error handler; the Workloads' lister says so instead.
-	newInformer := opts.NewInformer
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj k8sruntime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		if _, ok := obj.(*berthv1alpha1.Workload); ok {
-			lw = notifyRelists(lw, rec.WatchRestarted)
-		}
-		return newInformer(lw, obj, resync, indexers)
+	opts := cache.Options{
+		Scheme: c.Scheme(),
+		// Nothing here reads them, and the runner must not take more of
+		// the machine than a job integration would.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
+			rec.WatchRestarted(err)
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		},
+		// client-go lists again after a watch whose version expired
+		// without calling the error handler; the Workloads' lister says
+		// so instead.
+		NewInformer: func(lw toolscache.ListerWatcher, obj k8sruntime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+			if _, ok := obj.(*berthv1alpha1.Workload); ok {
+				lw = notifyRelists(lw, rec.WatchRestarted)
+			}
+			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		},
 	}
 	ca, err := cache.New(cfg, opts)
 	if err != nil {
@@ -62,9 +62,8 @@ func watchWorkloads(ctx context.Context, cfg *rest.Config, c client.Client, rec 
 
 // notifyRelists returns lw calling relisted on every list after the
 // first, whether a List or a list streamed as a watch (client-go's
-// default, with the fastwatch informer telling of it): the informer lists
-// again, and the versions written since its watch ended may never be
-// shown.
+// default): the informer lists again, and the versions written since its
+// watch ended may never be shown.
 func notifyRelists(lw toolscache.ListerWatcher, relisted func(error)) toolscache.ListerWatcher {
 	return &relistNotifier{ListerWatcherWithContext: toolscache.ToListerWatcherWithContext(lw), relisted: relisted}
 }
@@ -92,15 +91,15 @@ func (l *relistNotifier) List(opts metav1.ListOptions) (k8sruntime.Object, error
 	return l.ListWithContext(context.Background(), opts)
 }
 
-// Watch is the inner WatchWithContext without a context; the fastwatch
-// informer opens its own watches instead.
-func (l *relistNotifier) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return l.WatchWithContext(context.Background(), opts)
-}
-
-// WatchOpening counts a list streamed as a watch.
-func (l *relistNotifier) WatchOpening(opts metav1.ListOptions) {
+// WatchWithContext counts a list streamed as a watch.
+func (l *relistNotifier) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	if ptr.Deref(opts.SendInitialEvents, false) {
 		l.listing()
 	}
+	return l.ListerWatcherWithContext.WatchWithContext(ctx, opts)
+}
+
+// Watch is WatchWithContext without a context.
+func (l *relistNotifier) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), opts)
 }

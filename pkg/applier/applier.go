@@ -1,0 +1,63 @@
+package applier
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/metrics"
+	"github.com/berth-dev/berth/pkg/scheduler"
+	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
+)
+
+// Applier writes the scheduler's decisions to Workloads. Each decision is
+// one write of a Workload's status, bound to the resourceVersion the
+// decision was made on, so a decision about a workload that changed since
+// is refused by the API server rather than applied to a state nobody
+// looked at.
+type Applier struct {
+	writer   workloadwriter.Writer
+	recorder events.EventRecorder
+	pending  *PendingWriter
+}
+
+var _ scheduler.Applier = (*Applier)(nil)
+
+// New returns an Applier writing through w, with why workloads wait
+// written by pending.
+func New(w workloadwriter.Writer, recorder events.EventRecorder, pending *PendingWriter) *Applier {
+	return &Applier{writer: w, recorder: recorder, pending: pending}
+}
+
+// Admit reserves quota and admits wl in one write.
+func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admission *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
+	written, err := workloadwriter.Apply(ctx, a.writer, wl, workload.Admit(admission))
+	if err != nil {
+		return nil, err
+	}
+	metrics.AdmittedWorkloads.WithLabelValues(string(admission.ClusterQueue)).Inc()
+	return written, nil
+}
+
+// Preempt evicts victim to make room for another workload. A victim that
+// no job integration owns has nothing to stop: the same write requeues it
+// and releases its quota.
+func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, reason, message string) error {
+	if _, err := workloadwriter.Apply(ctx, a.writer, victim, workload.Preempt(reason, message)); err != nil {
+		return err
+	}
+	a.recorder.Eventf(victim, nil, corev1.EventTypeNormal, berthv1alpha1.ReasonPreempted, "Preempt", "%s", message)
+	if adm := victim.Status.Admission; adm != nil {
+		metrics.PreemptedWorkloads.WithLabelValues(string(adm.ClusterQueue), reason).Inc()
+	}
+	return nil
+}
+
+// SetPending records why wl waits. The write happens off the scheduler's
+// path (see PendingWriter).
+func (a *Applier) SetPending(wl *berthv1alpha1.Workload, reason, message string) {
+	a.pending.Set(wl, reason, message)
+}

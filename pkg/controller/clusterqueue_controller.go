@@ -1,0 +1,181 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/metrics"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/util/shutdown"
+)
+
+// ResourceInUseFinalizer keeps a ClusterQueue while workloads hold its
+// quota, so that deleting it lets admitted workloads run to completion.
+const ResourceInUseFinalizer = "berth.dev/resource-in-use"
+
+// ClusterQueueReconciler gives the engine each ClusterQueue's spec and
+// writes the queue's status.
+type ClusterQueueReconciler struct {
+	client client.Client
+	// workloads calls f with each Workload of a LocalQueue, read-only.
+	workloads workloadsOfQueue
+	cache     *cache.Cache
+	queues    *queue.Manager
+	notifier  *StatusNotifier
+	pacer     *statusPacer
+
+	mu sync.Mutex
+	// synced is the generation of each queue the engine has, so that
+	// status-only events do not wake the queue's set-aside workloads.
+	synced map[string]int64
+}
+
+// SetupWithManager registers the reconciler with mgr. Besides the
+// ClusterQueues' own events, it writes the status of the queues the
+// notifier names, a second after they were named.
+func (r *ClusterQueueReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("clusterqueue").For(&berthv1alpha1.ClusterQueue{}).
+		WatchesRawSource(delayed(r.notifier.clusterQueues, statusDelay)).
+		Complete(shutdown.UntilStopped(r))
+}
+
+// Reconcile syncs one ClusterQueue.
+func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.notifier.toldCQs.remove(berthv1alpha1.ClusterQueueReference(req.Name))
+	cq := &berthv1alpha1.ClusterQueue{}
+	if err := r.client.Get(ctx, req.NamespacedName, cq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(ctx, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterQueue", klog.KObj(cq)))
+	terminating := !cq.DeletionTimestamp.IsZero()
+	if !terminating && controllerutil.AddFinalizer(cq, ResourceInUseFinalizer) {
+		return ctrl.Result{}, r.client.Update(ctx, cq)
+	}
+	if err := r.syncEngine(ctx, cq, terminating); err != nil {
+		return ctrl.Result{}, err
+	}
+	st, err := r.state(ctx, cq, terminating)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if terminating && st.reserving == 0 {
+		r.forget(ctx, cq.Name)
+		controllerutil.RemoveFinalizer(cq, ResourceInUseFinalizer)
+		return ctrl.Result{}, client.IgnoreNotFound(r.client.Update(ctx, cq))
+	}
+	oldConditions := slices.Clone(cq.Status.Conditions)
+	if setClusterQueueStatus(cq, st) {
+		if sameActive(oldConditions, cq.Status.Conditions) {
+			if wait := r.pacer.wait(cq.Name); wait > 0 {
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
+		}
+		return ctrl.Result{}, writeQueueStatus(ctx, r.client, cq, cq.Status)
+	}
+	return ctrl.Result{}, nil
+}
+
+// syncEngine hands a changed spec to the engine. A queue being deleted
+// holds: it admits nothing new while its workloads finish.
+func (r *ClusterQueueReconciler) syncEngine(ctx context.Context, cq *berthv1alpha1.ClusterQueue, terminating bool) error {
+	gen := cq.Generation
+	if terminating {
+		gen = -gen
+	}
+	r.mu.Lock()
+	changed := r.synced[cq.Name] != gen
+	r.synced[cq.Name] = gen
+	r.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	engineCQ := cq
+	if terminating {
+		engineCQ = cq.DeepCopy()
+		engineCQ.Spec.StopPolicy = berthv1alpha1.Hold
+	}
+	r.cache.AddOrUpdateClusterQueue(engineCQ)
+	r.queues.AddOrUpdateClusterQueue(engineCQ)
+	r.queues.QueueInadmissible(berthv1alpha1.ClusterQueueReference(cq.Name))
+	// Its namespaceSelector or existence may change whether workloads of
+	// its LocalQueues can be queued at all.
+	return requeueWorkloadsOf(ctx, r.client, r.workloads, r.notifier, cq.Name)
+}
+
+func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
+	r.mu.Lock()
+	delete(r.synced, name)
+	r.pacer.forget(name)
+	r.mu.Unlock()
+	r.cache.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
+	metrics.ClusterQueueDeleted(name)
+	r.queues.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
+	if err := requeueWorkloadsOf(ctx, r.client, r.workloads, r.notifier, name); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Requeueing the workloads of a deleted ClusterQueue", "clusterQueue", name)
+	}
+}
+
+// state gathers what the status is computed from.
+func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.ClusterQueue, terminating bool) (queueState, error) {
+	st := queueState{terminating: terminating}
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			err := r.client.Get(ctx, types.NamespacedName{Name: string(f.Name)}, &berthv1alpha1.ResourceFlavor{})
+			if apierrors.IsNotFound(err) {
+				st.missingFlavors = append(st.missingFlavors, string(f.Name))
+			} else if err != nil {
+				return st, err
+			}
+		}
+	}
+	name := berthv1alpha1.ClusterQueueReference(cq.Name)
+	usage, borrowed, n := r.cache.ClusterQueueUsage(name)
+	st.usage, st.borrowed = usage, borrowed
+	st.pending = int32(r.queues.Pending(name))
+	// Quota is reserved and the workload admitted in one write, so the two
+	// counts are the same.
+	st.reserving, st.admitted = int32(n), int32(n)
+	metrics.PendingWorkloads.WithLabelValues(cq.Name).Set(float64(st.pending))
+	metrics.AdmittedActiveWorkloads.WithLabelValues(cq.Name).Set(float64(n))
+	return st, nil
+}
+
+// requeueWorkloadsOf asks for the workloads of every LocalQueue of a
+// ClusterQueue to be looked at again.
+func requeueWorkloadsOf(ctx context.Context, c client.Reader, workloads workloadsOfQueue, n *StatusNotifier, clusterQueue string) error {
+	lqs := &berthv1alpha1.LocalQueueList{}
+	if err := c.List(ctx, lqs, client.MatchingFields{LocalQueueClusterQueueKey: clusterQueue}); err != nil {
+		return err
+	}
+	for i := range lqs.Items {
+		if err := requeueWorkloadsOfLocalQueue(workloads, n, lqs.Items[i].Namespace, lqs.Items[i].Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func requeueWorkloadsOfLocalQueue(workloads workloadsOfQueue, n *StatusNotifier, ns, name string) error {
+	err := workloads(ns, name, func(wl *berthv1alpha1.Workload) {
+		n.RequeueWorkload(client.ObjectKeyFromObject(wl))
+	})
+	if err != nil {
+		return err
+	}
+	n.LocalQueueChanged(types.NamespacedName{Namespace: ns, Name: name})
+	return nil
+}

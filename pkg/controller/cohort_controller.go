@@ -1,0 +1,44 @@
+package controller
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/util/shutdown"
+)
+
+// CohortReconciler gives the engine each Cohort object.
+type CohortReconciler struct {
+	client client.Client
+	cache  *cache.Cache
+	queues *queue.Manager
+}
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *CohortReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("cohort").For(&berthv1alpha1.Cohort{}).
+		Complete(shutdown.UntilStopped(r))
+}
+
+// Reconcile syncs one Cohort.
+func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cohort := &berthv1alpha1.Cohort{}
+	err := r.client.Get(ctx, req.NamespacedName, cohort)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.cache.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
+		r.queues.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		r.cache.AddOrUpdateCohort(cohort)
+		r.queues.AddOrUpdateCohort(cohort)
+	}
+	return ctrl.Result{}, nil
+}

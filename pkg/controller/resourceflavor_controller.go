@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/util/shutdown"
+)
+
+// ResourceFlavorReconciler gives the engine each ResourceFlavor. A flavor
+// that appears or changes can make queues active or let set-aside
+// workloads fit, so every queue is looked at again.
+type ResourceFlavorReconciler struct {
+	client   client.Client
+	cache    *cache.Cache
+	queues   *queue.Manager
+	notifier *StatusNotifier
+}
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *ResourceFlavorReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("resourceflavor").For(&berthv1alpha1.ResourceFlavor{}).
+		Complete(shutdown.UntilStopped(r))
+}
+
+// Reconcile syncs one ResourceFlavor.
+func (r *ResourceFlavorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rf := &berthv1alpha1.ResourceFlavor{}
+	err := r.client.Get(ctx, req.NamespacedName, rf)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.cache.DeleteResourceFlavor(berthv1alpha1.ResourceFlavorReference(req.Name))
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		r.cache.AddOrUpdateResourceFlavor(rf)
+	}
+	r.queues.QueueAllInadmissible()
+	cqs := &berthv1alpha1.ClusterQueueList{}
+	if err := r.client.List(ctx, cqs); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range cqs.Items {
+		r.notifier.ClusterQueueChanged(berthv1alpha1.ClusterQueueReference(cqs.Items[i].Name))
+	}
+	return ctrl.Result{}, nil
+}

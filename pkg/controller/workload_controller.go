@@ -1,0 +1,240 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/metrics"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/util/shutdown"
+	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
+)
+
+// WorkloadReconciler keeps the engine's cache and queues in step with
+// Workloads: a workload holding quota is in the cache, a pending one is in
+// its ClusterQueue's queue, and one that cannot be queued says why. It also
+// evicts admitted workloads that must stop (deactivated, queue drained,
+// pods not ready in time) and requeues evicted workloads that no job
+// integration owns.
+type WorkloadReconciler struct {
+	client           client.Client
+	writer           workloadwriter.Writer
+	cache            *cache.Cache
+	queues           *queue.Manager
+	pending          pendingMessages
+	recorder         events.EventRecorder
+	podsReadyTimeout time.Duration
+	concurrency      int
+	// status tells the queue status reconcilers that a queue's counts may
+	// have changed, and asks for workloads to be reconciled again.
+	status *StatusNotifier
+}
+
+// pendingMessages is what the Workload reconciler needs of the writer of
+// why workloads wait (applier.PendingWriter).
+type pendingMessages interface {
+	// Forget drops what is known of a workload that no longer waits.
+	Forget(key types.NamespacedName)
+}
+
+// SetupWithManager registers the reconciler with mgr. Besides the
+// Workloads' own events, it reconciles the workloads that the notifier
+// asks for: those of a queue that appeared or changed.
+func (r *WorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("workload").For(&berthv1alpha1.Workload{}).
+		WatchesRawSource(delayed(r.status.workloads, 0)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.concurrency, 1)}).
+		Complete(shutdown.UntilStopped(r))
+}
+
+// Reconcile brings the engine's view of one Workload up to date.
+func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wl := &berthv1alpha1.Workload{}
+	// The cache's own object, not a copy: copying every Workload on every
+	// event was an eighth of the controller's allocations. Whatever writes
+	// changes a copy (TestWorkloadReconcilerLeavesTheCachedObjectAlone).
+	if err := r.client.Get(ctx, req.NamespacedName, wl, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.String())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	// The logger already names the workload (controller-runtime's
+	// "Workload" key).
+	r.status.WorkloadChanged(wl)
+
+	switch {
+	case !wl.DeletionTimestamp.IsZero() || workload.IsFinished(wl):
+		r.forget(workload.Key(wl))
+		return ctrl.Result{}, nil
+	case workload.HasQuotaReservation(wl):
+		return r.reconcileReserved(ctx, wl)
+	default:
+		return r.reconcilePending(ctx, wl)
+	}
+}
+
+// forget drops a workload from the engine and wakes the workloads waiting
+// for the quota it held.
+func (r *WorkloadReconciler) forget(key string) {
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		r.pending.Forget(types.NamespacedName{Namespace: ns, Name: name})
+	}
+	r.queues.DeleteWorkload(key)
+	if cq := r.cache.DeleteWorkload(key); cq != "" {
+		r.queues.QueueInadmissible(cq)
+	}
+}
+
+// pendingResync is how often a pending workload is handed to the queues
+// again. It costs little when the queues hold its version, and it bounds
+// how long a workload can wait should an event about it ever be missed.
+const pendingResync = 5 * time.Minute
+
+// unknownQueueRetry is how soon a workload whose ClusterQueue exists but
+// has not reached the scheduler yet (its reconciler has not run) is tried
+// again.
+const unknownQueueRetry = time.Second
+
+func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	key := workload.Key(wl)
+	log := ctrl.LoggerFrom(ctx)
+	if r.cache.AssumedSince(wl) {
+		// The scheduler has just admitted it, from this version or a
+		// later one, and the informers are behind.
+		log.V(3).Info("Skipping an older version of an assumed workload")
+		return ctrl.Result{}, nil
+	}
+	if cq := r.cache.DeleteWorkload(key); cq != "" {
+		// It held quota until now: an eviction completed.
+		log.V(2).Info("Released the quota of a requeued workload", "clusterQueue", cq)
+		r.queues.QueueInadmissible(cq)
+	}
+	if !workload.IsActive(wl) {
+		r.queues.DeleteWorkload(key)
+		return ctrl.Result{}, r.setInadmissible(ctx, wl, workload.DeactivatedMessage)
+	}
+	if changed, msg, err := r.resolvePriority(ctx, wl); err != nil || changed {
+		return ctrl.Result{}, err
+	} else if msg != "" {
+		r.queues.DeleteWorkload(key)
+		return ctrl.Result{}, r.setInadmissible(ctx, wl, msg)
+	}
+	cq, msg, err := clusterQueueFor(ctx, r.client, wl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if msg != "" {
+		r.queues.DeleteWorkload(key)
+		return ctrl.Result{}, r.setInadmissible(ctx, wl, msg)
+	}
+	if err := r.queues.AddOrUpdateWorkload(wl, cq); errors.Is(err, queue.ErrClusterQueueNotFound) {
+		log.V(2).Info("ClusterQueue not known to the scheduler yet", "clusterQueue", cq)
+		return ctrl.Result{RequeueAfter: unknownQueueRetry}, nil
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: pendingResync}, nil
+}
+
+// setInadmissible says why a workload cannot be queued at all. It writes
+// at once: this is rare and a person is probably waiting for it.
+func (r *WorkloadReconciler) setInadmissible(ctx context.Context, wl *berthv1alpha1.Workload, msg string) error {
+	_, err := workloadwriter.Apply(ctx, r.writer, wl, workload.SetPending(berthv1alpha1.ReasonInadmissible, msg))
+	return err
+}
+
+// resolvePriority sets spec.priority from the workload's
+// WorkloadPriorityClass. It reports whether it wrote (a new event follows)
+// or why the class cannot be resolved.
+func (r *WorkloadReconciler) resolvePriority(ctx context.Context, wl *berthv1alpha1.Workload) (bool, string, error) {
+	if wl.Spec.PriorityClassName == "" {
+		return false, "", nil
+	}
+	wpc := &berthv1alpha1.WorkloadPriorityClass{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: wl.Spec.PriorityClassName}, wpc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Sprintf("WorkloadPriorityClass %s does not exist", wl.Spec.PriorityClassName), nil
+		}
+		return false, "", err
+	}
+	if wl.Spec.Priority != nil && *wl.Spec.Priority == wpc.Value {
+		return false, "", nil
+	}
+	return true, "", setPriority(ctx, r.client, wl, wpc.Value)
+}
+
+func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	r.pending.Forget(client.ObjectKeyFromObject(wl))
+	r.queues.DeleteWorkload(workload.Key(wl))
+	r.cache.AddOrUpdateWorkload(wl)
+	if workload.IsEvicted(wl) {
+		if owner := metav1.GetControllerOf(wl); owner != nil {
+			// The job integration stops the job, then requeues the workload.
+			return ctrl.Result{}, nil
+		}
+		_, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Requeue())
+		return ctrl.Result{}, err
+	}
+	reason, msg, after, err := r.evictionReason(ctx, wl)
+	if err != nil || reason == "" {
+		return ctrl.Result{RequeueAfter: after}, err
+	}
+	if _, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Evict(reason, msg)); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Evict", "%s", msg)
+	metrics.EvictedWorkloads.WithLabelValues(string(wl.Status.Admission.ClusterQueue), reason).Inc()
+	return ctrl.Result{}, nil
+}
+
+// evictionReason says why an admitted workload must stop, if it must; or
+// after how long to look again, while its pods have time to become ready.
+func (r *WorkloadReconciler) evictionReason(ctx context.Context, wl *berthv1alpha1.Workload) (string, string, time.Duration, error) {
+	if !workload.IsActive(wl) {
+		return berthv1alpha1.ReasonDeactivated, workload.DeactivatedMessage, 0, nil
+	}
+	cqName := wl.Status.Admission.ClusterQueue
+	cq := &berthv1alpha1.ClusterQueue{}
+	// Read only, as the LocalQueue below: the cache's own objects.
+	if err := r.client.Get(ctx, types.NamespacedName{Name: string(cqName)}, cq, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
+		return "", "", 0, err
+	} else if err == nil && cq.Spec.StopPolicy == berthv1alpha1.HoldAndDrain {
+		return berthv1alpha1.ReasonClusterQueueStopped, fmt.Sprintf("ClusterQueue %s is stopped with HoldAndDrain", cqName), 0, nil
+	}
+	lq := &berthv1alpha1.LocalQueue{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, lq, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
+		return "", "", 0, err
+	} else if err == nil && lq.Spec.StopPolicy == berthv1alpha1.HoldAndDrain {
+		return berthv1alpha1.ReasonLocalQueueStopped, fmt.Sprintf("LocalQueue %s is stopped with HoldAndDrain", lq.Name), 0, nil
+	}
+	return r.podsReadyTimedOut(wl)
+}
+
+func (r *WorkloadReconciler) podsReadyTimedOut(wl *berthv1alpha1.Workload) (string, string, time.Duration, error) {
+	admitted := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted)
+	if r.podsReadyTimeout <= 0 || admitted == nil || workload.IsConditionTrue(wl, berthv1alpha1.WorkloadPodsReady) {
+		return "", "", 0, nil
+	}
+	if left := r.podsReadyTimeout - time.Since(admitted.LastTransitionTime.Time); left > 0 {
+		return "", "", left, nil
+	}
+	return berthv1alpha1.ReasonPodsReadyTimeout,
+		fmt.Sprintf("The pods were not all ready %s after admission", r.podsReadyTimeout), 0, nil
+}

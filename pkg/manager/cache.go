@@ -1,0 +1,40 @@
+package manager
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/fastwatch"
+)
+
+// CacheOptions is how Berth's manager caches objects: with the watches of
+// pkg/fastwatch for the kinds that change most.
+func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	// Workloads change several times each within seconds of a busy
+	// cluster, and every queue's status is rewritten every few seconds
+	// while its counts change, each write coming back as an event: their
+	// watches decode in one pass, and skip the managed fields the
+	// transform below would drop.
+	newInformer, err := fastwatch.NewInformer(cfg, httpClient, scheme,
+		fastwatch.For[berthv1alpha1.Workload]("workloads").WithoutManagedFields(),
+		fastwatch.For[berthv1alpha1.ClusterQueue]("clusterqueues").WithoutManagedFields(),
+		fastwatch.For[berthv1alpha1.LocalQueue]("localqueues").WithoutManagedFields())
+	if err != nil {
+		return cache.Options{}, err
+	}
+	return cache.Options{
+		Scheme:     scheme,
+		HTTPClient: httpClient,
+		// Nothing reads managed fields; without them every cached object,
+		// thousands of Workloads among them, is a good deal smaller. An
+		// update that omits them keeps them on the server.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		NewInformer:      newInformer,
+	}, nil
+}

@@ -1,0 +1,136 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/applier"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/scheduler"
+)
+
+// Options is what the controllers take from the configuration.
+type Options struct {
+	// Controllers configures the reconcilers of Berth's kinds.
+	Controllers controller.Options
+	// Jobs configures the job integrations.
+	Jobs jobframework.Options
+	// Integrations are the names of the enabled job frameworks.
+	Integrations []string
+	// Deviations says whether the controller departs from stock
+	// controller-runtime and client-go.
+	Deviations Deviations
+}
+
+// AddToScheme adds Berth's kinds and the enabled frameworks' kinds.
+func AddToScheme(scheme *runtime.Scheme, integrations []string) error {
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	enabled, err := jobframework.Enabled(integrations)
+	if err != nil {
+		return err
+	}
+	for _, i := range enabled {
+		if err := i.AddToScheme(scheme); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// admissionWriters is how many admission and preemption writes of a
+// scheduling cycle are under way at once. Each is one write of a
+// Workload's status; in parallel, a cycle costs about one round trip to the
+// API server instead of one per decision.
+const admissionWriters = 32
+
+// Setup wires the admission engine, the reconcilers, the applier, the job
+// integrations and the scheduler into mgr. The scheduler runs on the leader
+// only.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	c := cache.New()
+	q := queue.NewManager()
+	writer, err := opts.Deviations.WorkloadWriter(mgr)
+	if err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorder("berth-controller")
+	pending := applier.NewPendingWriter(mgr.GetClient(), writer, c.HoldsQuota)
+	q.OnBehind(func(behind []queue.Behind) {
+		for _, b := range behind {
+			pending.SetBehind(b.Workload, b.Head)
+		}
+	})
+	if err := mgr.Add(pending); err != nil {
+		return err
+	}
+	engine := controller.Engine{Cache: c, Queues: q, Writer: writer, Pending: pending, Recorder: recorder}
+	if err := controller.Setup(ctx, mgr, engine, opts.Controllers); err != nil {
+		return err
+	}
+	enabled, err := jobframework.Enabled(opts.Integrations)
+	if err != nil {
+		return err
+	}
+	jobOpts := opts.Jobs
+	jobOpts.Writer = writer
+	for _, i := range enabled {
+		if err := i.SetupWithManager(mgr, jobOpts); err != nil {
+			return fmt.Errorf("setting up job integration %s: %w", i.Name, err)
+		}
+	}
+	sched := scheduler.New(c, q, applier.New(writer, recorder, pending), scheduler.WithParallelism(admissionWriters))
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
+		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {
+			return err
+		}
+		if err := prime(ctx, mgr.GetClient(), c); err != nil {
+			return err
+		}
+		sched.Start(ctx)
+		return nil
+	}))
+}
+
+// prime loads the quota held by workloads before the first cycle, so that
+// a controller that starts (or restarts, or takes over as leader) never
+// hands out quota that workloads admitted earlier still hold. It reads the
+// cache, which waitForWorkloads has brought up to the API server's state. The
+// reconcilers would load the same, but with no ordering against the
+// scheduler's first cycle.
+func prime(ctx context.Context, c client.Reader, engine *cache.Cache) error {
+	flavors := &berthv1alpha1.ResourceFlavorList{}
+	cohorts := &berthv1alpha1.CohortList{}
+	cqs := &berthv1alpha1.ClusterQueueList{}
+	wls := &berthv1alpha1.WorkloadList{}
+	for _, list := range []client.ObjectList{flavors, cohorts, cqs, wls} {
+		if err := c.List(ctx, list); err != nil {
+			return fmt.Errorf("loading the quota in use: %w", err)
+		}
+	}
+	for i := range flavors.Items {
+		engine.AddOrUpdateResourceFlavor(&flavors.Items[i])
+	}
+	for i := range cohorts.Items {
+		engine.AddOrUpdateCohort(&cohorts.Items[i])
+	}
+	for i := range cqs.Items {
+		engine.AddOrUpdateClusterQueue(&cqs.Items[i])
+	}
+	for i := range wls.Items {
+		engine.AddOrUpdateWorkload(&wls.Items[i])
+	}
+	ctrl.LoggerFrom(ctx).Info("Loaded the quota in use", "clusterQueues", len(cqs.Items), "workloads", len(wls.Items))
+	return nil
+}

@@ -1,0 +1,140 @@
+package workload
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// A Change is one transition of a Workload's life, applied to a Workload
+// whose status is the caller's own copy. It changes the status and nothing
+// else, and reports whether anything changed, so that callers skip writes
+// that change nothing.
+//
+// The states and the transitions between them:
+//
+//	pending --Admit--> admitted --Evict/Preempt--> evicted --Requeue--> pending
+//	admitted --Finish--> finished
+//	pending --SetPending--> pending (why it waits)
+//
+// A workload without an owner that Berth runs has nothing to stop, and is
+// requeued in the same write that evicts it.
+type Change func(wl *berthv1alpha1.Workload) bool
+
+// Admit reserves quota for the workload in adm's ClusterQueue and admits it.
+// A workload admitted again after an eviction is no longer evicted: the
+// Evicted, Preempted and Requeued conditions stay, False, with when and why
+// they last were True in their lastTransitionTime.
+func Admit(adm *berthv1alpha1.Admission) Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		changed := !equality.Semantic.DeepEqual(wl.Status.Admission, adm)
+		wl.Status.Admission = adm
+		reserved := fmt.Sprintf("Quota reserved in ClusterQueue %s", adm.ClusterQueue)
+		changed = SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, berthv1alpha1.ReasonQuotaReserved, reserved) || changed
+		changed = SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, berthv1alpha1.ReasonAdmitted,
+			fmt.Sprintf("Admitted by ClusterQueue %s", adm.ClusterQueue)) || changed
+		for _, typ := range []string{berthv1alpha1.WorkloadEvicted, berthv1alpha1.WorkloadPreempted, berthv1alpha1.WorkloadRequeued} {
+			if FindCondition(wl, typ) != nil {
+				changed = SetCondition(wl, typ, metav1.ConditionFalse, berthv1alpha1.ReasonAdmitted, reserved) || changed
+			}
+		}
+		return changed
+	}
+}
+
+// Evict tells an admitted workload to stop, for reason. It keeps its quota
+// until Requeue.
+func Evict(reason, message string) Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		return SetCondition(wl, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, reason, message)
+	}
+}
+
+// Preempt evicts a workload to make room for another: Evicted with reason
+// Preempted, and Preempted with reason, one of InClusterQueue,
+// InCohortReclamation and InCohortReclaimWhileBorrowing. A workload that
+// no job integration owns is requeued at once (see Change).
+func Preempt(reason, message string) Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		changed := SetCondition(wl, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, message)
+		changed = SetCondition(wl, berthv1alpha1.WorkloadPreempted, metav1.ConditionTrue, reason, message) || changed
+		if metav1.GetControllerOf(wl) == nil {
+			changed = Requeue()(wl) || changed
+		}
+		return changed
+	}
+}
+
+// Requeue releases an evicted workload's quota and queues it again: its
+// admission is cleared, QuotaReserved and Admitted are False, Requeued is
+// True with the eviction's reason, and the requeue is counted.
+func Requeue() Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		reason, why := berthv1alpha1.ReasonPending, "the workload was evicted"
+		if ev := FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil {
+			reason, why = ev.Reason, ev.Message
+		}
+		wl.Status.Admission = nil
+		msg := fmt.Sprintf("Requeued after eviction (%s): %s", reason, why)
+		SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+		SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+		SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, reason, msg)
+		if FindCondition(wl, berthv1alpha1.WorkloadPodsReady) != nil {
+			SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+		}
+		state := wl.Status.RequeueState
+		if state == nil {
+			state = &berthv1alpha1.RequeueState{}
+		}
+		state.Count = ptr.To(ptr.Deref(state.Count, 0) + 1)
+		wl.Status.RequeueState = state
+		return true
+	}
+}
+
+// Finish marks a workload finished, for reason Succeeded or Failed; its
+// quota is released.
+func Finish(reason, message string) Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		return SetCondition(wl, berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, reason, message)
+	}
+}
+
+// SetPending says why a pending workload waits: QuotaReserved False with
+// reason Pending (it may fit later) or Inadmissible (it cannot be queued
+// until something about it or its queue changes), and a message in numbers.
+func SetPending(reason, message string) Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		return SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, reason, message)
+	}
+}
+
+// SetPodsReady records whether all the pods the workload runs at once are
+// ready.
+func SetPodsReady(ready bool) Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		if ready {
+			return SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, "PodsReady", "All pods are ready")
+		}
+		return SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, "PodsNotReady", "Not all pods are ready")
+	}
+}
+
+// DeactivatedMessage is why a workload with spec.active false neither runs
+// nor waits.
+const DeactivatedMessage = "The workload is deactivated: spec.active is false"
+
+// Deactivate stops a workload whose spec.active is false: one that holds
+// quota is evicted, one that waits is set aside as inadmissible.
+func Deactivate(message string) Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		if HasQuotaReservation(wl) {
+			return Evict(berthv1alpha1.ReasonDeactivated, message)(wl)
+		}
+		return SetPending(berthv1alpha1.ReasonInadmissible, message)(wl)
+	}
+}

@@ -1,0 +1,63 @@
+package workloadwriter
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// Writer writes Workload status.
+type Writer interface {
+	// WriteStatus writes wl's status, failing with a conflict unless
+	// wl.ResourceVersion is still the stored one, and sets
+	// wl.ResourceVersion to the new one. It does not write wl's spec or
+	// metadata, and changes nothing else of wl.
+	WriteStatus(ctx context.Context, wl *berthv1alpha1.Workload) error
+}
+
+// Apply applies change to a copy of wl and, if it changed anything, writes
+// the copy's status with w. It returns the copy as written, or wl when
+// there was nothing to write. wl itself is left alone: it is usually the
+// informer's object, which others read at the same time.
+func Apply(ctx context.Context, w Writer, wl *berthv1alpha1.Workload, change workload.Change) (*berthv1alpha1.Workload, error) {
+	patched := statusCopy(wl)
+	if !change(patched) {
+		return wl, nil
+	}
+	if err := w.WriteStatus(ctx, patched); err != nil {
+		return nil, err
+	}
+	return patched, nil
+}
+
+// statusCopy is a copy of wl with its own metadata and status. Its spec
+// is wl's: a Change touches only the status, and no Writer sends the spec.
+// A deep copy of the whole Workload, pod templates and all, was the largest
+// allocation of an admission after the write itself.
+func statusCopy(wl *berthv1alpha1.Workload) *berthv1alpha1.Workload {
+	c := &berthv1alpha1.Workload{TypeMeta: wl.TypeMeta, Spec: wl.Spec}
+	wl.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	wl.Status.DeepCopyInto(&c.Status)
+	return c
+}
+
+// NewUpdate returns a Writer that updates the status subresource through
+// c, decoding the whole answer: for clients that are not a real API
+// server's, such as the fake client of unit tests.
+func NewUpdate(c client.Client) Writer { return updateWriter{c} }
+
+type updateWriter struct{ client client.Client }
+
+func (u updateWriter) WriteStatus(ctx context.Context, wl *berthv1alpha1.Workload) error {
+	// A copy: the client decodes its answer into it, and wl shares its
+	// spec with the cached object.
+	obj := wl.DeepCopy()
+	if err := u.client.Status().Update(ctx, obj); err != nil {
+		return err
+	}
+	wl.ResourceVersion = obj.ResourceVersion
+	return nil
+}
