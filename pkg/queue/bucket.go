@@ -21,10 +21,7 @@ import (
 // one evaluation per shape instead of one per pending workload.
 type bucket struct {
 	shape string
-	heap  *heap
-	// pos is the bucket's index in its queue's ready heap, -1 when it is
-	// not there: empty or set aside.
-	pos int
+	heap  *heap[*workload.Info]
 	// aside is true while the bucket waits for an event that could let its
 	// head fit.
 	aside bool
@@ -37,78 +34,21 @@ type bucket struct {
 	untold []string
 }
 
+func newBucket(shape string) *bucket {
+	return &bucket{shape: shape, heap: newHeap(infoKey, Less)}
+}
+
+func infoKey(info *workload.Info) string { return info.Key }
+
 func (b *bucket) head() *workload.Info {
-	if len(b.heap.items) == 0 {
-		return nil
-	}
-	return b.heap.items[0]
+	info, _ := b.heap.top()
+	return info
 }
 
-// buckets is a heap of non-empty buckets ordered by their heads, so that
+// newReady is a heap of non-empty buckets ordered by their heads, so that
 // its top holds the queue's next workload.
-type buckets []*bucket
-
-func (bs buckets) less(i, j int) bool { return Less(bs[i].head(), bs[j].head()) }
-
-func (bs buckets) swap(i, j int) {
-	bs[i], bs[j] = bs[j], bs[i]
-	bs[i].pos, bs[j].pos = i, j
-}
-
-func (bs *buckets) push(b *bucket) {
-	b.pos = len(*bs)
-	*bs = append(*bs, b)
-	bs.up(b.pos)
-}
-
-func (bs *buckets) remove(b *bucket) {
-	i, last := b.pos, len(*bs)-1
-	if i != last {
-		bs.swap(i, last)
-	}
-	(*bs)[last] = nil
-	*bs = (*bs)[:last]
-	b.pos = -1
-	if i != last {
-		bs.fix(i)
-	}
-}
-
-func (bs buckets) fix(i int) {
-	if !bs.down(i) {
-		bs.up(i)
-	}
-}
-
-func (bs buckets) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !bs.less(i, p) {
-			return
-		}
-		bs.swap(i, p)
-		i = p
-	}
-}
-
-func (bs buckets) down(i int) bool {
-	start, n := i, len(bs)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		c := l
-		if r := l + 1; r < n && bs.less(r, l) {
-			c = r
-		}
-		if !bs.less(c, i) {
-			break
-		}
-		bs.swap(i, c)
-		i = c
-	}
-	return i > start
+func newReady() *heap[*bucket] {
+	return newHeap(func(b *bucket) string { return b.shape }, func(a, b *bucket) bool { return Less(a.head(), b.head()) })
 }
 
 // shapeOf is the bucket key of info: everything flavor assignment and

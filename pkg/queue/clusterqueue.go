@@ -17,7 +17,7 @@ type clusterQueue struct {
 	// of maps the key of each queued workload to its bucket.
 	of map[string]*bucket
 	// ready holds the buckets that have workloads and are not set aside.
-	ready buckets
+	ready *heap[*bucket]
 	// aside holds the buckets set aside; parked those parked for the
 	// current cycle.
 	aside    map[*bucket]struct{}
@@ -38,7 +38,7 @@ type flight struct {
 
 func newClusterQueue(name berthv1alpha1.ClusterQueueReference) *clusterQueue {
 	return &clusterQueue{
-		name: name, buckets: map[string]*bucket{}, of: map[string]*bucket{},
+		name: name, buckets: map[string]*bucket{}, of: map[string]*bucket{}, ready: newReady(),
 		aside: map[*bucket]struct{}{}, parked: map[*bucket]struct{}{}, inFlight: map[string]flight{},
 		told: map[string]bool{},
 	}
@@ -48,7 +48,7 @@ func newClusterQueue(name berthv1alpha1.ClusterQueueReference) *clusterQueue {
 func (q *clusterQueue) bucketFor(shape string) *bucket {
 	b := q.buckets[shape]
 	if b == nil {
-		b = &bucket{shape: shape, heap: newHeap(), pos: -1}
+		b = newBucket(shape)
 		q.buckets[shape] = b
 	}
 	return b
@@ -72,12 +72,12 @@ func (q *clusterQueue) push(info *workload.Info, shape string) *bucket {
 func (q *clusterQueue) tell(b *bucket, head *workload.Info) []Behind {
 	var out []Behind
 	for _, key := range b.untold {
-		i, ok := b.heap.index[key]
+		info, ok := b.heap.get(key)
 		if !ok || key == head.Key || q.told[key] {
 			continue
 		}
 		q.told[key] = true
-		out = append(out, Behind{Workload: b.heap.items[i].Obj, Head: head.Obj})
+		out = append(out, Behind{Workload: info.Obj, Head: head.Obj})
 	}
 	b.untold = b.untold[:0]
 	return out
@@ -86,7 +86,8 @@ func (q *clusterQueue) tell(b *bucket, head *workload.Info) []Behind {
 // version returns the queued or popped entry of key, nil if none.
 func (q *clusterQueue) version(key string) *workload.Info {
 	if b := q.of[key]; b != nil {
-		return b.heap.items[b.heap.index[key]]
+		info, _ := b.heap.get(key)
+		return info
 	}
 	return q.inFlight[key].info
 }
@@ -104,11 +105,11 @@ func (q *clusterQueue) remove(key string) {
 
 // pop takes the queue's next workload out of its bucket into flight.
 func (q *clusterQueue) pop() *workload.Info {
-	if len(q.ready) == 0 {
+	b, ok := q.ready.top()
+	if !ok {
 		return nil
 	}
-	b := q.ready[0]
-	info := b.heap.pop()
+	info, _ := b.heap.pop()
 	delete(q.of, info.Key)
 	q.inFlight[info.Key] = flight{info: info, shape: b.shape}
 	q.settle(b)
@@ -161,14 +162,10 @@ func (q *clusterQueue) activate() {
 // is neither set aside nor parked, out of it otherwise. An empty bucket in
 // neither state is dropped.
 func (q *clusterQueue) settle(b *bucket) {
-	want := !b.aside && !b.parked && b.heap.len() > 0
-	switch {
-	case want && b.pos >= 0:
-		q.ready.fix(b.pos)
-	case want:
-		q.ready.push(b)
-	case b.pos >= 0:
-		q.ready.remove(b)
+	if !b.aside && !b.parked && b.heap.len() > 0 {
+		q.ready.pushOrUpdate(b)
+	} else {
+		q.ready.remove(b.shape)
 	}
 	if b.heap.len() == 0 && !b.aside && !b.parked {
 		delete(q.buckets, b.shape)

@@ -5,7 +5,8 @@ import (
 )
 
 // Less reports whether a goes before b in a queue: higher priority, then
-// earlier queue time, then key.
+// earlier queue time, then key. It is the order of the whole queue too:
+// the head of the queue is the least of its buckets' heads.
 func Less(a, b *workload.Info) bool {
 	if a.Priority != b.Priority {
 		return a.Priority > b.Priority
@@ -16,80 +17,115 @@ func Less(a, b *workload.Info) bool {
 	return a.Key < b.Key
 }
 
-// heap is a binary heap of workloads ordered by Less, indexed by key so
-// that an update or a delete is O(log n).
-type heap struct {
-	items []*workload.Info
+// heap is a binary heap ordered by less, indexed by each item's key so
+// that an update or a removal is O(log n). It holds the workloads of a
+// bucket and the ready buckets of a queue. container/heap would need an
+// interface value per call and the index kept by its caller.
+type heap[T any] struct {
+	items []T
 	index map[string]int
+	key   func(T) string
+	less  func(a, b T) bool
 }
 
-func newHeap() *heap {
-	return &heap{index: map[string]int{}}
+func newHeap[T any](key func(T) string, less func(a, b T) bool) *heap[T] {
+	return &heap[T]{index: map[string]int{}, key: key, less: less}
 }
 
-func (h *heap) len() int { return len(h.items) }
+func (h *heap[T]) len() int { return len(h.items) }
 
-// pushOrUpdate inserts info or replaces the entry with the same key.
-func (h *heap) pushOrUpdate(info *workload.Info) {
-	if i, ok := h.index[info.Key]; ok {
-		h.items[i] = info
+// top returns the least item without removing it.
+func (h *heap[T]) top() (T, bool) {
+	if len(h.items) == 0 {
+		var zero T
+		return zero, false
+	}
+	return h.items[0], true
+}
+
+// get returns the item with key.
+func (h *heap[T]) get(key string) (T, bool) {
+	i, ok := h.index[key]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return h.items[i], true
+}
+
+// pushOrUpdate inserts x or replaces the item with the same key.
+func (h *heap[T]) pushOrUpdate(x T) {
+	k := h.key(x)
+	if i, ok := h.index[k]; ok {
+		h.items[i] = x
 		h.fix(i)
 		return
 	}
-	h.items = append(h.items, info)
-	h.index[info.Key] = len(h.items) - 1
+	h.items = append(h.items, x)
+	h.index[k] = len(h.items) - 1
 	h.up(len(h.items) - 1)
 }
 
-func (h *heap) pop() *workload.Info {
-	if len(h.items) == 0 {
-		return nil
+// fixKey restores the order after the item with key changed its place in
+// it, as a bucket does when its head changes.
+func (h *heap[T]) fixKey(key string) {
+	if i, ok := h.index[key]; ok {
+		h.fix(i)
 	}
-	top := h.items[0]
-	h.removeAt(0)
-	return top
 }
 
-func (h *heap) remove(key string) *workload.Info {
+// pop removes and returns the least item.
+func (h *heap[T]) pop() (T, bool) {
+	top, ok := h.top()
+	if ok {
+		h.removeAt(0)
+	}
+	return top, ok
+}
+
+// remove removes and returns the item with key.
+func (h *heap[T]) remove(key string) (T, bool) {
 	i, ok := h.index[key]
 	if !ok {
-		return nil
+		var zero T
+		return zero, false
 	}
-	info := h.items[i]
+	x := h.items[i]
 	h.removeAt(i)
-	return info
+	return x, true
 }
 
-func (h *heap) removeAt(i int) {
+func (h *heap[T]) removeAt(i int) {
 	last := len(h.items) - 1
-	delete(h.index, h.items[i].Key)
+	delete(h.index, h.key(h.items[i]))
 	if i != last {
 		h.items[i] = h.items[last]
-		h.index[h.items[i].Key] = i
+		h.index[h.key(h.items[i])] = i
 	}
-	h.items[last] = nil
+	var zero T
+	h.items[last] = zero
 	h.items = h.items[:last]
 	if i != last {
 		h.fix(i)
 	}
 }
 
-func (h *heap) fix(i int) {
+func (h *heap[T]) fix(i int) {
 	if !h.down(i) {
 		h.up(i)
 	}
 }
 
-func (h *heap) swap(i, j int) {
+func (h *heap[T]) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.index[h.items[i].Key] = i
-	h.index[h.items[j].Key] = j
+	h.index[h.key(h.items[i])] = i
+	h.index[h.key(h.items[j])] = j
 }
 
-func (h *heap) up(i int) {
+func (h *heap[T]) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !Less(h.items[i], h.items[p]) {
+		if !h.less(h.items[i], h.items[p]) {
 			return
 		}
 		h.swap(i, p)
@@ -98,7 +134,7 @@ func (h *heap) up(i int) {
 }
 
 // down sifts i down and reports whether it moved.
-func (h *heap) down(i int) bool {
+func (h *heap[T]) down(i int) bool {
 	start, n := i, len(h.items)
 	for {
 		l := 2*i + 1
@@ -106,10 +142,10 @@ func (h *heap) down(i int) bool {
 			break
 		}
 		c := l
-		if r := l + 1; r < n && Less(h.items[r], h.items[l]) {
+		if r := l + 1; r < n && h.less(h.items[r], h.items[l]) {
 			c = r
 		}
-		if !Less(h.items[c], h.items[i]) {
+		if !h.less(h.items[c], h.items[i]) {
 			break
 		}
 		h.swap(i, c)

@@ -196,7 +196,7 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 	}
 	delete(q.inFlight, info.Key)
 	if b := q.of[info.Key]; b != nil {
-		prev := b.heap.items[b.heap.index[info.Key]]
+		prev, _ := b.heap.get(info.Key)
 		if b.aside && b.shape == shape && prev.Obj.Generation == wl.Generation && prev.Priority == info.Priority {
 			b.heap.pushOrUpdate(info)
 			return nil
