@@ -1,0 +1,364 @@
+package jobframework
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
+)
+
+// fakeJob is the smallest GenericJob: a batch/v1 Job read only through
+// the interface, one podset whose count is the parallelism, finished when
+// its label says so, its pods ready when its annotation says so.
+type fakeJob struct{ batchv1.Job }
+
+const (
+	fakeFinishedLabel    = "test.berth.dev/finished"
+	fakePodsReadyAnnoKey = "test.berth.dev/pods-ready"
+)
+
+var fakeIntegration = &Integration{
+	Name:   "test/fake",
+	GVK:    batchv1.SchemeGroupVersion.WithKind("Job"),
+	NewJob: func() GenericJob { return &fakeJob{} },
+	Wrap: func(obj client.Object) (GenericJob, error) {
+		j, ok := obj.(*batchv1.Job)
+		if !ok {
+			return nil, errors.New("not a Job")
+		}
+		return &fakeJob{*j}, nil
+	},
+	AddToScheme: batchv1.AddToScheme,
+}
+
+func (j *fakeJob) Object() client.Object { return &j.Job }
+func (j *fakeJob) IsSuspended() bool     { return ptr.Deref(j.Spec.Suspend, false) }
+func (j *fakeJob) Suspend()              { j.Spec.Suspend = ptr.To(true) }
+
+func (j *fakeJob) RunWithPodSetsInfo(infos []PodSetInfo) error {
+	j.Spec.Suspend = ptr.To(false)
+	j.Spec.Parallelism = ptr.To(infos[0].Count)
+	ApplyToTemplate(&j.Spec.Template, infos[0])
+	return nil
+}
+
+func (j *fakeJob) RestorePodSetsInfo(infos []PodSetInfo) bool {
+	changed := ptr.Deref(j.Spec.Parallelism, 1) != infos[0].Count
+	j.Spec.Parallelism = ptr.To(infos[0].Count)
+	return ApplyToTemplate(&j.Spec.Template, infos[0]) || changed
+}
+
+func (j *fakeJob) Finished() (bool, bool, string) {
+	v, ok := j.Labels[fakeFinishedLabel]
+	return ok, v == "succeeded", "the fake job " + v
+}
+
+func (j *fakeJob) PodSets() ([]berthv1alpha1.PodSet, error) {
+	return []berthv1alpha1.PodSet{{Name: "main", Count: ptr.Deref(j.Spec.Parallelism, 1), Template: *j.Spec.Template.DeepCopy()}}, nil
+}
+
+func (j *fakeJob) PodsReady() bool { return j.Annotations[fakePodsReadyAnnoKey] == "true" }
+
+// jobState is what a reconcile is judged by on the job.
+type jobState struct {
+	Exists       bool
+	Suspended    bool
+	Parallelism  int32
+	NodeSelector map[string]string
+	Workload     string
+}
+
+// workloadState is what it is judged by on the job's Workload.
+type workloadState struct {
+	Exists     bool
+	Queue      string
+	Priority   *int32
+	Admitted   bool
+	Conditions map[string]string
+}
+
+func TestJobReconciler(t *testing.T) {
+	const queued = "main"
+	job := func() *utiltesting.JobWrapper {
+		return utiltesting.MakeJob("j", "ns").Queue(queued).Parallelism(2).Request("nvidia.com/gpu", "1")
+	}
+	suspended := func(w *utiltesting.JobWrapper) *utiltesting.JobWrapper {
+		w.Spec.Suspend = ptr.To(true)
+		return w
+	}
+	// workloadOf is the Workload the reconciler would create for j.
+	workloadOf := func(j *batchv1.Job) *utiltesting.WorkloadWrapper {
+		wl, err := newWorkload(&fakeJob{*j}, fakeIntegration.GVK, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &utiltesting.WorkloadWrapper{Workload: *wl}
+	}
+	admitted := func(w *utiltesting.WorkloadWrapper) *utiltesting.WorkloadWrapper {
+		return w.AdmittedIn("cq", "h100")
+	}
+	evicted := func(w *utiltesting.WorkloadWrapper) *utiltesting.WorkloadWrapper {
+		return w.Condition(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, 0)
+	}
+	h100 := map[string]string{"gpu.berth.dev/family": "h100"}
+	condsAdmitted := map[string]string{berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True"}
+
+	cases := map[string]struct {
+		job          *batchv1.Job
+		workload     func(*batchv1.Job) *berthv1alpha1.Workload
+		objs         []client.Object
+		wantJob      jobState
+		wantWorkload workloadState
+	}{
+		"a new suspended job gets its Workload": {
+			job:          suspended(job().PriorityClass("high")).Obj(),
+			objs:         []client.Object{utiltesting.MakeWorkloadPriorityClass("high", 100)},
+			wantJob:      jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Priority: ptr.To[int32](100), Conditions: map[string]string{}},
+		},
+		"a new running job is suspended before its Workload is made": {
+			job:     job().Obj(),
+			wantJob: jobState{Exists: true, Suspended: true, Parallelism: 2},
+		},
+		"a job without the queue label is left alone": {
+			job:     utiltesting.MakeJob("j", "ns").Obj(),
+			wantJob: jobState{Exists: true, Parallelism: 1},
+		},
+		"an admitted job runs with its flavor's node labels": {
+			job:          suspended(job()).Obj(),
+			workload:     func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(j)).Obj() },
+			wantJob:      jobState{Exists: true, Parallelism: 2, NodeSelector: h100, Workload: "job-j-"},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: condsAdmitted},
+		},
+		"a running admitted job reports its pods ready": {
+			job: func() *batchv1.Job {
+				j := job().Obj()
+				j.Annotations = map[string]string{fakePodsReadyAnnoKey: "true"}
+				return j
+			}(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(j)).Obj() },
+			wantJob:  jobState{Exists: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadPodsReady: "True",
+			}},
+		},
+		"a running job whose Workload is not admitted is stopped": {
+			job:          job().Obj(),
+			workload:     func(j *batchv1.Job) *berthv1alpha1.Workload { return workloadOf(j).Obj() },
+			wantJob:      jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Conditions: map[string]string{}},
+		},
+		"an evicted running job is stopped and keeps its quota": {
+			job:      job().Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return evicted(admitted(workloadOf(j))).Obj() },
+			wantJob:  jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadEvicted: "True",
+			}},
+		},
+		"a stopped evicted job gets its template back first": {
+			job: func() *batchv1.Job {
+				j := suspended(job()).Obj()
+				j.Spec.Template.Spec.NodeSelector = h100
+				return j
+			}(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload {
+				orig := j.DeepCopy()
+				orig.Spec.Template.Spec.NodeSelector = nil
+				return evicted(admitted(workloadOf(orig))).Obj()
+			},
+			wantJob: jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadEvicted: "True",
+			}},
+		},
+		"a stopped and restored evicted job is requeued": {
+			job:      suspended(job()).Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return evicted(admitted(workloadOf(j))).Obj() },
+			wantJob:  jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "False", berthv1alpha1.WorkloadAdmitted: "False",
+				berthv1alpha1.WorkloadEvicted: "True", berthv1alpha1.WorkloadRequeued: "True",
+			}},
+		},
+		"a finished job finishes its Workload": {
+			job:      job().Label(fakeFinishedLabel, "succeeded").Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(j)).Obj() },
+			wantJob:  jobState{Exists: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadFinished: "True",
+			}},
+		},
+		"a new queue label moves a waiting Workload": {
+			job: suspended(job()).Queue("other").Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload {
+				return workloadOf(j).Queue(queued).Obj()
+			},
+			wantJob:      jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: "other", Conditions: map[string]string{}},
+		},
+		"a new priority label re-prioritises a waiting Workload": {
+			job:          suspended(job()).PriorityClass("high").Obj(),
+			workload:     func(j *batchv1.Job) *berthv1alpha1.Workload { return workloadOf(job().Obj()).Obj() },
+			objs:         []client.Object{utiltesting.MakeWorkloadPriorityClass("high", 100)},
+			wantJob:      jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Priority: ptr.To[int32](100), Conditions: map[string]string{}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			scheme := runtime.NewScheme()
+			for _, add := range []func(*runtime.Scheme) error{berthv1alpha1.AddToScheme, batchv1.AddToScheme} {
+				if err := add(scheme); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.job.UID = "uid-1"
+			flavor := utiltesting.MakeResourceFlavor("h100")
+			flavor.Spec.NodeLabels = h100
+			objs := append([]client.Object{tc.job, flavor}, tc.objs...)
+			if tc.workload != nil {
+				wl := tc.workload(tc.job)
+				wl.Name = WorkloadName(fakeIntegration.GVK, tc.job.Name, string(tc.job.UID))
+				wl.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(tc.job, fakeIntegration.GVK)}
+				objs = append(objs, wl)
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&berthv1alpha1.Workload{}).Build()
+			r := &JobReconciler{client: c, writer: workloadwriter.NewUpdate(c), integration: fakeIntegration}
+			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.job)}); err != nil {
+				t.Fatal(err)
+			}
+			gotJob, gotWorkload := readStates(ctx, t, c, tc.job)
+			if diff := cmp.Diff(tc.wantJob, gotJob); diff != "" {
+				t.Errorf("the job (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantWorkload, gotWorkload); diff != "" {
+				t.Errorf("its Workload (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func readStates(ctx context.Context, t *testing.T, c client.Client, orig *batchv1.Job) (jobState, workloadState) {
+	t.Helper()
+	var js jobState
+	j := &batchv1.Job{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(orig), j); err == nil {
+		js = jobState{
+			Exists: true, Suspended: ptr.Deref(j.Spec.Suspend, false), Parallelism: ptr.Deref(j.Spec.Parallelism, 1),
+			NodeSelector: j.Spec.Template.Spec.NodeSelector,
+		}
+		if name := j.Spec.Template.Labels[berthv1alpha1.WorkloadLabel]; name != "" {
+			js.Workload = name[:len("job-j-")]
+		}
+	} else if !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	var ws workloadState
+	wl := &berthv1alpha1.Workload{}
+	key := types.NamespacedName{Namespace: orig.Namespace, Name: WorkloadName(fakeIntegration.GVK, orig.Name, string(orig.UID))}
+	if err := c.Get(ctx, key, wl); err == nil {
+		ws = workloadState{Exists: true, Queue: string(wl.Spec.QueueName), Priority: wl.Spec.Priority,
+			Admitted: wl.Status.Admission != nil, Conditions: map[string]string{}}
+		for _, cond := range wl.Status.Conditions {
+			ws.Conditions[cond.Type] = string(cond.Status)
+		}
+	} else if !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return js, ws
+}
+
+// TestAdmittedInfos: an admitted podset runs with its admitted count, its
+// flavors' node labels and tolerations added to its own, and the labels
+// and annotation that tie its pods to the Workload.
+func TestAdmittedInfos(t *testing.T) {
+	gpuTaint := corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	own := corev1.Toleration{Key: "team", Operator: corev1.TolerationOpEqual, Value: "a", Effect: corev1.TaintEffectNoSchedule}
+	h100 := utiltesting.MakeResourceFlavor("h100")
+	h100.Spec.NodeLabels = map[string]string{"gpu.berth.dev/family": "h100"}
+	h100.Spec.Tolerations = []corev1.Toleration{gpuTaint, own}
+	cpu := utiltesting.MakeResourceFlavor("cpu")
+	cpu.Spec.NodeLabels = map[string]string{"node.berth.dev/pool": "cpu"}
+
+	cases := map[string]struct {
+		podSet    *berthv1alpha1.PodSet
+		admission *berthv1alpha1.Admission
+		want      PodSetInfo
+		wantErr   bool
+	}{
+		"one flavor, full count": {
+			podSet: utiltesting.MakePodSet("main", 4).Request("nvidia.com/gpu", "1").Toleration(own).NodeSelector("zone", "a").Obj(),
+			admission: utiltesting.MakeAdmission("cq").Assign("main", 4,
+				map[corev1.ResourceName]string{"nvidia.com/gpu": "h100"}, nil).Obj(),
+			want: PodSetInfo{
+				Name: "main", Count: 4,
+				NodeSelector: map[string]string{"zone": "a", "gpu.berth.dev/family": "h100"},
+				Tolerations:  []corev1.Toleration{own, gpuTaint},
+				Labels:       map[string]string{berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main"},
+				Annotations:  map[string]string{berthv1alpha1.PodSetSizeAnnotation: "4"},
+			},
+		},
+		"partial admission, two flavors": {
+			podSet: utiltesting.MakePodSet("main", 4).Request("nvidia.com/gpu", "1", "cpu", "1").MinCount(2).Obj(),
+			admission: utiltesting.MakeAdmission("cq").Assign("main", 2,
+				map[corev1.ResourceName]string{"nvidia.com/gpu": "h100", "cpu": "cpu"}, nil).Obj(),
+			want: PodSetInfo{
+				Name: "main", Count: 2,
+				NodeSelector: map[string]string{"gpu.berth.dev/family": "h100", "node.berth.dev/pool": "cpu"},
+				Tolerations:  []corev1.Toleration{gpuTaint, own},
+				Labels:       map[string]string{berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main"},
+				Annotations:  map[string]string{berthv1alpha1.PodSetSizeAnnotation: "2"},
+			},
+		},
+		"an admission without the podset": {
+			podSet:    utiltesting.MakePodSet("main", 1).Obj(),
+			admission: utiltesting.MakeAdmission("cq").Assign("other", 1, nil, nil).Obj(),
+			wantErr:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(h100, cpu).Build()
+			wl := utiltesting.MakeWorkload("wl", "ns").PodSets(*tc.podSet).Admitted(tc.admission).Obj()
+			before := wl.DeepCopy()
+			infos, err := admittedInfos(context.Background(), c, wl)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want an error: %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			if diff := cmp.Diff([]PodSetInfo{tc.want}, infos); diff != "" {
+				t.Errorf("infos (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, wl); diff != "" {
+				t.Errorf("the Workload changed (-before +after):\n%s", diff)
+			}
+			if !workload.IsAdmitted(wl) {
+				t.Error("the test Workload is not admitted")
+			}
+		})
+	}
+}
