@@ -48,7 +48,7 @@ generate: ## Generate deepcopy code.
 manifests: ## Generate CRDs and RBAC from the markers.
 	@hack/toolchain.sh controller-gen
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./pkg/controller/...,./pkg/webhook/...}" output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./pkg/controller/...,./pkg/certs/...}" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./pkg/jobs/... output:webhook:artifacts:config=config/webhook
 
 .PHONY: fmt

@@ -29,7 +29,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
 	"github.com/berth-dev/berth/pkg/manager"
-	"github.com/berth-dev/berth/pkg/webhook/certs"
+	"github.com/berth-dev/berth/pkg/certs"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/berth-dev/berth/pkg/webhook/certs"
+	"github.com/berth-dev/berth/pkg/certs"
 )
 
 func main() {

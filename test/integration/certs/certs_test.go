@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/berth-dev/berth/pkg/webhook/certs"
+	"github.com/berth-dev/berth/pkg/certs"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
 

@@ -1,5 +1,5 @@
 // Package certs holds the integration test of the in-process webhook
-// certificates (pkg/webhook/certs): a real kube-apiserver calls a webhook
+// certificates (pkg/certs): a real kube-apiserver calls a webhook
 // served with them, trusting the CA that the manager wrote into the
 // webhook configuration.
 package certs
