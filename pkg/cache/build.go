@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/resources"
@@ -35,7 +37,10 @@ type treeInputs struct {
 
 // buildTree builds the quota tree. A cohort exists when an object or a
 // queue names it. A parent link that would close a cycle is dropped, which
-// makes that cohort a root: quota never flows around a loop.
+// makes that cohort a root: quota never flows around a loop. The cohorts of
+// the cycle remember it, and every ClusterQueue under them is inactive
+// until the cycle is broken: which link was dropped depends only on names,
+// and a person must be told.
 func buildTree(in treeInputs) *tree {
 	t := &tree{
 		clusterQueues: make(map[berthv1alpha1.ClusterQueueReference]*ClusterQueue, len(in.clusterQueues)),
@@ -55,7 +60,9 @@ func buildTree(in treeInputs) *tree {
 		c.setQuotas(obj.Spec.ResourceGroups)
 		if p := obj.Spec.ParentName; p != "" {
 			parent := cohortOf(p)
-			if !parent.hasAncestor(c) {
+			if parent.hasAncestor(c) {
+				markCycle(c, parent)
+			} else {
 				c.parent = parent
 				parent.ChildCohorts = append(parent.ChildCohorts, c)
 			}
@@ -80,6 +87,9 @@ func buildTree(in treeInputs) *tree {
 			cq.parent = c
 			c.ClusterQueues = append(c.ClusterQueues, cq)
 		}
+		if cycle := cq.cohortCycle(); cycle != "" {
+			cq.Inactive = fmt.Sprintf("ClusterQueue %s is inactive: the parentName links of its cohorts form a cycle (%s); break it to make the queue active", name, cycle)
+		}
 		t.clusterQueues[name] = cq
 	}
 	for _, c := range t.cohorts {
@@ -93,6 +103,45 @@ func buildTree(in treeInputs) *tree {
 		}
 	}
 	return t
+}
+
+// markCycle records on every cohort of the cycle that c's parent link to
+// parent would close: parent, its ancestors up to c, and c. The cycle is
+// written from its least name, so that it reads the same whichever link
+// was dropped.
+func markCycle(c, parent *Cohort) {
+	// In link order: c links to parent, each cohort to its parent, and
+	// the last one to c.
+	members := []*Cohort{c}
+	for cur := parent; cur != c; cur = cur.parent {
+		members = append(members, cur)
+	}
+	start := 0
+	for i, m := range members {
+		if m.Name < members[start].Name {
+			start = i
+		}
+	}
+	names := make([]string, 0, len(members)+1)
+	for i := range members {
+		names = append(names, string(members[(start+i)%len(members)].Name))
+	}
+	names = append(names, names[0])
+	cycle := strings.Join(names, " -> ")
+	for _, m := range members {
+		m.Cycle = cycle
+	}
+}
+
+// cohortCycle is the cycle of the first cohort above cq that is in one,
+// empty when none is.
+func (cq *ClusterQueue) cohortCycle() string {
+	for c := cq.parent; c != nil; c = c.parent {
+		if c.Cycle != "" {
+			return c.Cycle
+		}
+	}
+	return ""
 }
 
 // hasAncestor reports whether a is c or one of its ancestors.

@@ -309,3 +309,14 @@ func (c *Cache) ClusterQueueUsage(name berthv1alpha1.ClusterQueueReference) (usa
 	}
 	return usage, borrowed, len(st.workloads.m)
 }
+
+// CohortCycle is the cycle of parentName links among the cohorts above a
+// ClusterQueue, e.g. "a -> b -> c -> a"; empty when there is none.
+func (c *Cache) CohortCycle(name berthv1alpha1.ClusterQueueReference) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cq := c.tree().clusterQueues[name]; cq != nil {
+		return cq.cohortCycle()
+	}
+	return ""
+}

@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/resources"
@@ -28,6 +30,9 @@ func TestAvailable(t *testing.T) {
 		cohorts       []*berthv1alpha1.Cohort
 		workloads     []*berthv1alpha1.Workload
 		wantAvailable map[berthv1alpha1.ClusterQueueReference]int64
+		// wantInactive is the cohort cycle named in each inactive queue's
+		// reason.
+		wantInactive map[berthv1alpha1.ClusterQueueReference]string
 	}{
 		"no cohort": {
 			queues:        []*berthv1alpha1.ClusterQueue{gpu("a", "8")},
@@ -73,6 +78,18 @@ func TestAvailable(t *testing.T) {
 				utiltesting.MakeCohort("y").Parent("x").Obj(),
 			},
 			wantAvailable: map[berthv1alpha1.ClusterQueueReference]int64{"a": 8},
+			wantInactive:  map[berthv1alpha1.ClusterQueueReference]string{"a": "x -> y -> x"},
+		},
+		"a three-cohort cycle makes every queue under it inactive": {
+			queues: []*berthv1alpha1.ClusterQueue{withCohort(gpu("a", "8"), "c"), withCohort(gpu("b", "8"), "d"), gpu("e", "8")},
+			cohorts: []*berthv1alpha1.Cohort{
+				utiltesting.MakeCohort("c").Parent("a").Obj(),
+				utiltesting.MakeCohort("a").Parent("b").Obj(),
+				utiltesting.MakeCohort("b").Parent("c").Obj(),
+				utiltesting.MakeCohort("d").Parent("b").Obj(),
+			},
+			wantAvailable: map[berthv1alpha1.ClusterQueueReference]int64{"a": 16, "b": 16, "e": 8},
+			wantInactive:  map[berthv1alpha1.ClusterQueueReference]string{"a": "a -> b -> c -> a", "b": "a -> b -> c -> a"},
 		},
 	}
 	for name, tc := range cases {
@@ -91,11 +108,21 @@ func TestAvailable(t *testing.T) {
 			for _, check := range []string{"fresh tree", "incremental usage"} {
 				s := c.Snapshot()
 				got := map[berthv1alpha1.ClusterQueueReference]int64{}
+				inactive := map[berthv1alpha1.ClusterQueueReference]string{}
 				for name, cq := range s.ClusterQueues {
 					got[name] = cq.Available(fr)
+					if cq.Inactive != "" {
+						inactive[name] = cq.Inactive
+						if cycle := tc.wantInactive[name]; strings.Contains(cq.Inactive, "("+cycle+")") {
+							inactive[name] = cycle
+						}
+					}
 				}
 				if diff := cmp.Diff(tc.wantAvailable, got); diff != "" {
 					t.Errorf("%s: available (-want +got):\n%s", check, diff)
+				}
+				if diff := cmp.Diff(tc.wantInactive, inactive, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s: inactive queues (-want +got):\n%s", check, diff)
 				}
 				// Re-add the workloads on a built tree to exercise the
 				// incremental path.

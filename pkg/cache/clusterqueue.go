@@ -45,6 +45,9 @@ type Cohort struct {
 	Name          berthv1alpha1.CohortReference
 	ChildCohorts  []*Cohort
 	ClusterQueues []*ClusterQueue
+	// Cycle, when set, is the cycle of parentName links the cohort is in,
+	// e.g. "a -> b -> c -> a".
+	Cycle string
 }
 
 // workloadSet is a copy-on-write set of workloads: a snapshot and the cache

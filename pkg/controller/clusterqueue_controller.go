@@ -131,7 +131,7 @@ func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
 
 // state gathers what the status is computed from.
 func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.ClusterQueue, terminating bool) (queueState, error) {
-	st := queueState{terminating: terminating}
+	st := queueState{terminating: terminating, cohortCycle: r.cache.CohortCycle(berthv1alpha1.ClusterQueueReference(cq.Name))}
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
 			err := r.client.Get(ctx, types.NamespacedName{Name: string(f.Name)}, &berthv1alpha1.ResourceFlavor{})

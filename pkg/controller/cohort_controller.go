@@ -13,11 +13,15 @@ import (
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 )
 
-// CohortReconciler gives the engine each Cohort object.
+// CohortReconciler gives the engine each Cohort object. A cohort that
+// appears, moves or goes changes what every queue under it may borrow, and
+// can close or break a cycle of parentName links, which makes queues
+// inactive or active: every ClusterQueue's status is looked at again.
 type CohortReconciler struct {
-	client client.Client
-	cache  *cache.Cache
-	queues *queue.Manager
+	client   client.Client
+	cache    *cache.Cache
+	queues   *queue.Manager
+	notifier *StatusNotifier
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -39,6 +43,13 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	default:
 		r.cache.AddOrUpdateCohort(cohort)
 		r.queues.AddOrUpdateCohort(cohort)
+	}
+	cqs := &berthv1alpha1.ClusterQueueList{}
+	if err := r.client.List(ctx, cqs); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range cqs.Items {
+		r.notifier.ClusterQueueChanged(berthv1alpha1.ClusterQueueReference(cqs.Items[i].Name))
 	}
 	return ctrl.Result{}, nil
 }

@@ -27,6 +27,9 @@ type queueState struct {
 	missingFlavors []string
 	// terminating is true while the queue is being deleted.
 	terminating bool
+	// cohortCycle is the cycle of parentName links above the queue, if
+	// its cohorts form one.
+	cohortCycle string
 	pending     int32
 	reserving   int32
 	admitted    int32
@@ -58,6 +61,9 @@ func clusterQueueActive(cq *berthv1alpha1.ClusterQueue, st queueState) metav1.Co
 	case len(st.missingFlavors) > 0:
 		return inactive(berthv1alpha1.ReasonFlavorNotFound,
 			fmt.Sprintf("ResourceFlavor %s named in spec.resourceGroups does not exist", strings.Join(st.missingFlavors, ", ")))
+	case st.cohortCycle != "":
+		return inactive(berthv1alpha1.ReasonCohortCycle,
+			fmt.Sprintf("The parentName links of the cohorts above it form a cycle (%s): quota cannot flow around a loop; change one cohort's spec.parentName", st.cohortCycle))
 	case cq.Spec.StopPolicy != "" && cq.Spec.StopPolicy != berthv1alpha1.None:
 		return inactive(berthv1alpha1.ReasonStopped, fmt.Sprintf("The ClusterQueue is stopped (stopPolicy %s)", cq.Spec.StopPolicy))
 	}

@@ -36,6 +36,12 @@ func TestClusterQueueActive(t *testing.T) {
 			cq:         utiltesting.MakeClusterQueue("a").StopPolicy(berthv1alpha1.Hold).Obj(),
 			wantStatus: metav1.ConditionFalse, wantReason: berthv1alpha1.ReasonStopped, wantMsg: "The ClusterQueue is stopped (stopPolicy Hold)",
 		},
+		"a cohort cycle is named": {
+			cq:         utiltesting.MakeClusterQueue("a").Cohort("x").Obj(),
+			st:         queueState{cohortCycle: "x -> y -> x"},
+			wantStatus: metav1.ConditionFalse, wantReason: berthv1alpha1.ReasonCohortCycle,
+			wantMsg: "The parentName links of the cohorts above it form a cycle (x -> y -> x): quota cannot flow around a loop; change one cohort's spec.parentName",
+		},
 		"terminating wins": {
 			cq:         utiltesting.MakeClusterQueue("a").StopPolicy(berthv1alpha1.Hold).Obj(),
 			st:         queueState{terminating: true, missingFlavors: []string{"h100"}},

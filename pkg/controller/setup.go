@@ -62,7 +62,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 			pacer: newStatusPacer(budget), seen: map[types.NamespacedName]int64{},
 		},
 		&ResourceFlavorReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
-		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues},
+		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
 		&WorkloadPriorityClassReconciler{client: cl},
 	}
 	for _, r := range reconcilers {

@@ -49,6 +49,9 @@ const (
 	ReasonStopped = "Stopped"
 	// ReasonTerminating means the queue is being deleted.
 	ReasonTerminating = "Terminating"
+	// ReasonCohortCycle means the parentName links of the cohorts above
+	// the queue form a cycle.
+	ReasonCohortCycle = "CohortCycle"
 )
 
 // Condition types of a Workload.
