@@ -125,7 +125,7 @@ func (cq *ClusterQueue) Reserve(u resources.Usage) {
 		cq.reserved = resources.Usage{}
 	}
 	for fr, v := range u {
-		cq.reserved[fr] += v
+		cq.reserved[fr] = resources.Add(cq.reserved[fr], v)
 	}
 	cq.addUsage(u, 1)
 }

@@ -146,12 +146,13 @@ func lendable(q *frQuota) int64 {
 func (n *node) finishQuota(children []*node) {
 	for _, c := range children {
 		for fr, i := range c.index {
-			n.ensure(fr).subtree += lendable(&c.quotas[i])
+			q := n.ensure(fr)
+			q.subtree = resources.Add(q.subtree, lendable(&c.quotas[i]))
 		}
 	}
 	for i := range n.quotas {
 		q := &n.quotas[i]
-		q.subtree += q.nominal
+		q.subtree = resources.Add(q.subtree, q.nominal)
 		q.guaranteed = q.subtree
 		if n.parent != nil {
 			q.guaranteed = q.subtree - lendable(q)
@@ -164,7 +165,8 @@ func (n *node) finishDemand(children []*node) {
 	for _, c := range children {
 		for fr, i := range c.index {
 			q := &c.quotas[i]
-			n.ensure(fr).demand += max(0, q.demand-q.guaranteed)
+			d := n.ensure(fr)
+			d.demand = resources.Add(d.demand, max(0, q.demand-q.guaranteed))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,14 +22,50 @@ type Requests map[corev1.ResourceName]int64
 // Usage is an amount per flavor and resource, in canonical units.
 type Usage map[FlavorResource]int64
 
+// Max is the largest canonical value. Arithmetic on quota saturates at it
+// instead of wrapping: a total that does not fit is more than any quota,
+// never less. The API refuses quotas above MaxQuota, so that no sum of
+// quotas comes near it.
+const Max = math.MaxInt64
+
+var (
+	// maxMilli is the largest quantity whose milli-value fits.
+	maxMilli = *resource.NewQuantity(Max/1000, resource.DecimalSI)
+	maxWhole = *resource.NewQuantity(Max, resource.DecimalSI)
+)
+
 // Value converts q to the canonical unit of the named resource. cpu is
 // counted in milli-units, everything else in whole units (rounded up, so
-// that a fractional request never fits in less quota than it needs).
+// that a fractional request never fits in less quota than it needs). A
+// quantity too large for the unit is Max: "1E" cpu is 10^21 milli-units,
+// whose MilliValue wraps around to a small number.
 func Value(name corev1.ResourceName, q resource.Quantity) int64 {
 	if name == corev1.ResourceCPU {
+		if q.Cmp(maxMilli) > 0 {
+			return Max
+		}
 		return q.MilliValue()
 	}
+	if q.Cmp(maxWhole) > 0 {
+		return Max
+	}
 	return q.Value()
+}
+
+// Add is a+b for non-negative values, Max when that does not fit.
+func Add(a, b int64) int64 {
+	if a > Max-b {
+		return Max
+	}
+	return a + b
+}
+
+// Mul is a*n for non-negative values, Max when that does not fit.
+func Mul(a, n int64) int64 {
+	if n != 0 && a > Max/n {
+		return Max
+	}
+	return a * n
 }
 
 // Quantity converts a canonical value back to a Quantity, in the format a
@@ -71,7 +108,7 @@ func (r Requests) ToList() corev1.ResourceList {
 // Add adds o to r.
 func (r Requests) Add(o Requests) {
 	for name, v := range o {
-		r[name] += v
+		r[name] = Add(r[name], v)
 	}
 }
 
@@ -88,7 +125,7 @@ func (r Requests) Max(o Requests) {
 func (r Requests) Scaled(n int64) Requests {
 	s := make(Requests, len(r))
 	for name, v := range r {
-		s[name] = v * n
+		s[name] = Mul(v, n)
 	}
 	return s
 }
@@ -107,7 +144,7 @@ func (r Requests) Names() []corev1.ResourceName {
 // Add adds o to u.
 func (u Usage) Add(o Usage) {
 	for fr, v := range o {
-		u[fr] += v
+		u[fr] = Add(u[fr], v)
 	}
 }
 

@@ -119,7 +119,8 @@ func AdmissionUsage(adm *berthv1alpha1.Admission) resources.Usage {
 				// Not counted against quota: the queue does not cover it.
 				continue
 			}
-			u[resources.FlavorResource{Flavor: flavor, Resource: name}] += resources.Value(name, q)
+			fr := resources.FlavorResource{Flavor: flavor, Resource: name}
+			u[fr] = resources.Add(u[fr], resources.Value(name, q))
 		}
 	}
 	return u

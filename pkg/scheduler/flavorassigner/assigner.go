@@ -121,7 +121,8 @@ func (as *assigner) assignPodSet(ps *workload.PodSetInfo, psa *PodSetAssignment)
 		for _, r := range rg.CoveredResources {
 			if v := psa.Requests[r]; v > 0 {
 				psa.Flavors[r] = flavor
-				as.a.Usage[resources.FlavorResource{Flavor: flavor, Resource: r}] += v
+				fr := resources.FlavorResource{Flavor: flavor, Resource: r}
+				as.a.Usage[fr] = resources.Add(as.a.Usage[fr], v)
 			}
 		}
 	}

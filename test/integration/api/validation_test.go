@@ -66,6 +66,27 @@ func TestClusterQueueValidation(t *testing.T) {
 			body:    gpuQueue("", "        nominalQuota: 8\n        lendingLimit: 4"),
 			wantErr: []string{"lendingLimit may only be set when spec.cohortName is set"},
 		},
+		"the largest quotas Berth can count": {
+			body: `spec:
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - {name: a, resources: [{name: cpu, nominalQuota: 1P}, {name: memory, nominalQuota: 1E}]}
+`,
+		},
+		"a cpu quota whose milli-value does not fit": {
+			body: `spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - {name: a, resources: [{name: cpu, nominalQuota: 1E}]}
+`,
+			wantErr: []string{"nominalQuota must be at most 1P for cpu and 1E for other resources"},
+		},
+		"a GPU borrowing limit that does not fit": {
+			body:    gpuQueue("research", "        nominalQuota: 8\n        borrowingLimit: 9Ei"),
+			wantErr: []string{"borrowingLimit must be at most 1P for cpu and 1E for other resources"},
+		},
 		"invalid cohort name": {
 			body:    gpuQueue("Team_A", "        nominalQuota: 1"),
 			wantErr: []string{"spec.cohortName", "should match"},
