@@ -2,7 +2,8 @@
 # Runs Berth's scheduler benchmark: builds the controller and the runner,
 # then runs the scenario named by the first argument (baseline or large)
 # against a real kube-apiserver and etcd from bin/k8s. Further arguments
-# go to `perf run`, e.g. `hack/perf.sh baseline --scale 0.1`.
+# go to `perf run`, e.g. `hack/perf.sh baseline --scale 0.3`, `--profile` or
+# `--restart-every 30s` (site/content/performance.md has them all).
 # The summary lands in _output/perf/<scenario>/summary.json.
 set -euo pipefail
 

@@ -1,17 +1,15 @@
 package perf
 
 import (
-	"bytes"
 	"context"
-	"k8s.io/client-go/rest"
-	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/berth-dev/berth/pkg/workloadwriter"
-	"github.com/berth-dev/berth/test/performance/scheduler"
+	"github.com/berth-dev/berth/test/performance/scheduler/measure"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
 
@@ -41,7 +39,7 @@ func TestCalibrationWritesAsTheRunDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := workloadRequests(ctx, t, server)
-	cal, err := scheduler.Calibrate(ctx, server.Config, server.Client, w, 2, 300*time.Millisecond)
+	cal, err := measure.Calibrate(ctx, server.Config, server.Client, w, 2, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +48,7 @@ func TestCalibrationWritesAsTheRunDoes(t *testing.T) {
 
 	creates, puts := delta("POST"), delta("PUT status")
 	if creates == 0 || puts != 2*creates {
-		t.Errorf("%d creates and %d status PUTs of Workloads, want two PUTs for each create (all requests: %v)", creates, puts, after)
+		t.Errorf("%d creates and %d status PUTs of Workloads, want two PUTs for each create (all writes: %v)", creates, puts, after)
 	}
 	for _, key := range []string{"PATCH", "PATCH status", "PUT"} {
 		if n := delta(key); n != 0 {
@@ -62,27 +60,17 @@ func TestCalibrationWritesAsTheRunDoes(t *testing.T) {
 	}
 }
 
-// workloadRequests reads the API server's count of successful Workload
-// requests, by verb and subresource ("PUT status").
+// workloadRequests reads the API server's count of the Workload writes it
+// stored, by verb and subresource ("PUT status").
 func workloadRequests(ctx context.Context, t *testing.T, server *apiserver.Server) map[string]int64 {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(server.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	counts, err := measure.ReadAPIServer(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int64{}
-	err = scheduler.EachSample(bytes.NewReader(raw), func(name, labels string, v float64) {
-		if name == "apiserver_request_total" && scheduler.Label(labels, "resource") == "workloads" &&
-			strings.HasPrefix(scheduler.Label(labels, "code"), "2") {
-			out[strings.TrimSpace(scheduler.Label(labels, "verb")+" "+scheduler.Label(labels, "subresource"))] += int64(v)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return counts.WritesByRequest
 }

@@ -21,19 +21,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/berth-dev/berth/test/performance/scheduler"
+	"github.com/berth-dev/berth/test/performance/scheduler/measure"
+	"github.com/berth-dev/berth/test/performance/scheduler/runner"
+	"github.com/berth-dev/berth/test/performance/scheduler/scenario"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
 
 func TestBaselineAtSmallScale(t *testing.T) {
 	dir, berth := t.TempDir(), buildController(t)
-	cfg, err := scheduler.LoadConfig(filepath.Join(apiserver.RepoRoot(), "test/performance/scheduler/configs/baseline.yaml"))
+	cfg, err := scenario.LoadConfig(filepath.Join(apiserver.RepoRoot(), "test/performance/scheduler/configs/baseline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := testContext(t)
 	defer cancel()
-	sum, err := scheduler.Run(ctx, scheduler.Options{
+	sum, err := runner.Run(ctx, runner.Options{
 		Name: "baseline", Config: cfg, Scale: 0.02, Berth: berth, OutDir: filepath.Join(dir, "out"),
 		CalibrationWorkers: 8, CalibrationDuration: time.Second, Creators: 16, Timeout: 2 * time.Minute,
 		Profile: true,
@@ -104,7 +106,7 @@ cohorts:
 // for; and once by the run itself at 30 s. Each successor waits for the
 // lease, and every workload still finishes, never beyond quota.
 func TestRestartedControllerLosesNothing(t *testing.T) {
-	cfg, err := scheduler.ParseConfig([]byte(restartScenario))
+	cfg, err := scenario.ParseConfig([]byte(restartScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +115,10 @@ func TestRestartedControllerLosesNothing(t *testing.T) {
 	berth, out := buildController(t), t.TempDir()
 	killed := make(chan error, 1)
 	go func() { killed <- killOnceLeading(ctx, berth, filepath.Join(out, "controller.log"), 5*time.Second) }()
-	sum, err := scheduler.Run(ctx, scheduler.Options{
+	sum, err := runner.Run(ctx, runner.Options{
 		Name: "restart", Config: cfg, Scale: 1, Berth: berth, OutDir: out,
 		CalibrationWorkers: 8, CalibrationDuration: time.Second, Creators: 16, Timeout: 2 * time.Minute,
-		RestartEvery: scheduler.MinRestartEvery,
+		RestartEvery: runner.MinRestartEvery,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +138,7 @@ func TestRestartedControllerLosesNothing(t *testing.T) {
 
 // expectNoQuotaExceeded checks the run's quota audit: every workload's
 // create, admission and finish replayed, none beyond quota.
-func expectNoQuotaExceeded(t *testing.T, sum *scheduler.Summary) {
+func expectNoQuotaExceeded(t *testing.T, sum *runner.Summary) {
 	t.Helper()
 	q := sum.Quota
 	if q.Versions < 3*sum.Workloads || q.Violations != 0 || q.Incomplete != "" || q.PeakCohortPercent <= 0 || q.PeakCohortPercent > 100 {
@@ -194,17 +196,17 @@ func testContext(t *testing.T) (context.Context, context.CancelFunc) {
 func expectProfiles(t *testing.T, dir string, wall time.Duration) {
 	t.Helper()
 	for process, code := range map[string]string{
-		scheduler.ControllerProfile: "github.com/berth-dev/berth/pkg/",
-		scheduler.APIServerProfile:  "k8s.io/apiserver/",
+		measure.ControllerProfile: "github.com/berth-dev/berth/pkg/",
+		measure.APIServerProfile:  "k8s.io/apiserver/",
 	} {
-		cpu := parseProfile(t, filepath.Join(dir, scheduler.CPUProfileFile(process)))
+		cpu := parseProfile(t, filepath.Join(dir, measure.CPUProfileFile(process)))
 		if d := time.Duration(cpu.DurationNanos); d < wall {
 			t.Errorf("the CPU profile of the %s covers %s of the scenario's %s", process, d, wall)
 		}
-		if !scheduler.Sampled(cpu, func(f string) bool { return strings.HasPrefix(f, code) }) {
+		if !measure.Sampled(cpu, func(f string) bool { return strings.HasPrefix(f, code) }) {
 			t.Errorf("none of the %d samples of the %s's CPU profile is in %s", len(cpu.Sample), process, code)
 		}
-		if heap := parseProfile(t, filepath.Join(dir, scheduler.HeapProfileFile(process))); len(heap.Sample) == 0 {
+		if heap := parseProfile(t, filepath.Join(dir, measure.HeapProfileFile(process))); len(heap.Sample) == 0 {
 			t.Errorf("the heap profile of the %s has no samples", process)
 		}
 	}
@@ -212,7 +214,7 @@ func expectProfiles(t *testing.T, dir string, wall time.Duration) {
 
 func parseProfile(t *testing.T, path string) *profile.Profile {
 	t.Helper()
-	p, err := scheduler.ReadProfile(path)
+	p, err := measure.ReadProfile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

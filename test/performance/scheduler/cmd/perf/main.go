@@ -1,5 +1,6 @@
 // Command perf runs Berth's scheduler benchmark (see package
 // test/performance/scheduler) and checks a summary against the targets.
+// It only wires flags to the runner.
 //
 //	perf run --config configs/baseline.yaml [--scale 0.1]
 //	perf check [--summary _output/perf/baseline/summary.json]
@@ -19,7 +20,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/berth-dev/berth/test/performance/scheduler"
+	"github.com/berth-dev/berth/test/performance/scheduler/runner"
+	"github.com/berth-dev/berth/test/performance/scheduler/scenario"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
 
@@ -60,17 +62,17 @@ func run(args []string) error {
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
-	cfg, err := scheduler.LoadConfig(*config)
+	cfg, err := scenario.LoadConfig(*config)
 	if err != nil {
 		return err
 	}
 	name := strings.TrimSuffix(filepath.Base(*config), filepath.Ext(*config))
 	if *out == "" {
-		*out = scheduler.SummaryDir(root, name)
+		*out = runner.SummaryDir(root, name)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sum, runErr := scheduler.Run(ctx, scheduler.Options{
+	sum, runErr := runner.Run(ctx, runner.Options{
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
 		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Finishers: *finishers, Timeout: *timeout,
 		Profile: *profile, RestartEvery: *restartEvery,
@@ -78,7 +80,7 @@ func run(args []string) error {
 	if sum == nil {
 		return runErr
 	}
-	path, err := scheduler.WriteSummary(*out, sum)
+	path, err := runner.WriteSummary(*out, sum)
 	if err != nil {
 		return err
 	}
@@ -89,17 +91,17 @@ func run(args []string) error {
 
 func check(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ExitOnError)
-	path := fs.String("summary", filepath.Join(scheduler.SummaryDir(apiserver.RepoRoot(), "baseline"), "summary.json"), "The summary to check.")
+	path := fs.String("summary", filepath.Join(runner.SummaryDir(apiserver.RepoRoot(), "baseline"), "summary.json"), "The summary to check.")
 	_ = fs.Parse(args)
-	sum, err := scheduler.ReadSummary(*path)
+	sum, err := runner.ReadSummary(*path)
 	if err != nil {
 		return err
 	}
-	targets, err := scheduler.TargetsFor(sum.Config)
+	targets, err := runner.TargetsFor(sum.Config)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *path, err)
 	}
-	misses := scheduler.Check(sum, targets)
+	misses := runner.Check(sum, targets)
 	if len(misses) > 0 {
 		return fmt.Errorf("%s misses %d of the %s targets:\n  %s", *path, len(misses), sum.Config, strings.Join(misses, "\n  "))
 	}
