@@ -23,13 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	"github.com/berth-dev/berth/pkg/certs"
 	"github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
 	"github.com/berth-dev/berth/pkg/manager"
-	"github.com/berth-dev/berth/pkg/certs"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 func main() {
@@ -153,5 +154,12 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations manager.Dev
 	if cfg.WaitForPodsReady.Enable && cfg.WaitForPodsReady.Timeout != nil {
 		opts.Controllers.PodsReadyTimeout = cfg.WaitForPodsReady.Timeout.Duration
 	}
+	rs := cfg.WaitForPodsReady.RequeuingStrategy
+	backoff := workload.Backoff{
+		Base:  time.Duration(ptr.Deref(rs.BackoffBaseSeconds, 0)) * time.Second,
+		Max:   time.Duration(ptr.Deref(rs.BackoffMaxSeconds, 0)) * time.Second,
+		Limit: rs.BackoffLimitCount,
+	}
+	opts.Controllers.Backoff, opts.Jobs.Backoff = backoff, backoff
 	return opts
 }

@@ -66,6 +66,8 @@ type pendingReason struct {
 	// behind, when set, is the workload of the same shape this one waits
 	// behind; the message is made from its own when written.
 	behind types.NamespacedName
+	// strict says that behind is the head of a StrictFIFO queue.
+	strict bool
 }
 
 type writtenReason struct {
@@ -104,10 +106,11 @@ func (w *PendingWriter) Set(wl *berthv1alpha1.Workload, reason, message string) 
 	w.queue.AddAfter(key, delay)
 }
 
-// SetBehind records that wl waits behind head, a workload of its shape in
-// its queue that does not fit: wl was set aside without being tried. Only
-// a workload with no reason of its own is told so.
-func (w *PendingWriter) SetBehind(wl, head *berthv1alpha1.Workload) {
+// SetBehind records that wl waits behind head, a workload of its queue
+// that does not fit: wl was set aside without being tried, as one of
+// head's shape, or, with strict, as any workload behind the head of a
+// StrictFIFO queue. Only a workload with no reason of its own is told so.
+func (w *PendingWriter) SetBehind(wl, head *berthv1alpha1.Workload, strict bool) {
 	if workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved) != nil {
 		return
 	}
@@ -117,14 +120,17 @@ func (w *PendingWriter) SetBehind(wl, head *berthv1alpha1.Workload) {
 		w.mu.Unlock()
 		return
 	}
-	w.latest[key] = pendingReason{reason: berthv1alpha1.ReasonPending, behind: types.NamespacedName{Namespace: head.Namespace, Name: head.Name}}
+	w.latest[key] = pendingReason{reason: berthv1alpha1.ReasonPending, behind: types.NamespacedName{Namespace: head.Namespace, Name: head.Name}, strict: strict}
 	w.mu.Unlock()
 	w.queue.AddAfter(key, pendingFirstDelay)
 }
 
 // behindMessage says why a workload waits behind head, with head's numbers.
-func (w *PendingWriter) behindMessage(ctx context.Context, head types.NamespacedName) string {
+func (w *PendingWriter) behindMessage(ctx context.Context, head types.NamespacedName, strict bool) string {
 	msg := fmt.Sprintf("Waiting behind workload %s, which needs as much quota, has no lower priority and does not fit", head)
+	if strict {
+		msg = fmt.Sprintf("Waiting behind workload %s, the head of its StrictFIFO ClusterQueue, which does not fit", head)
+	}
 	wl := &berthv1alpha1.Workload{}
 	if err := w.client.Get(ctx, head, wl); err == nil {
 		if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
@@ -196,7 +202,7 @@ func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) err
 	}
 	msg := want.message
 	if want.behind.Name != "" {
-		msg = w.behindMessage(ctx, want.behind)
+		msg = w.behindMessage(ctx, want.behind, want.strict)
 	}
 	if _, err := workloadwriter.Apply(ctx, w.writer, wl, workload.SetPending(want.reason, msg)); err != nil {
 		return err

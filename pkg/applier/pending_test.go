@@ -78,7 +78,7 @@ func TestPendingWriterBehind(t *testing.T) {
 	behind := utiltesting.MakeWorkload("behind", "ns").Obj()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(head, behind).WithStatusSubresource(head, behind).Build()
 	w := NewPendingWriter(c, workloadwriter.NewUpdate(c), func(string) bool { return false })
-	w.SetBehind(behind, head)
+	w.SetBehind(behind, head, false)
 	if err := w.write(context.Background(), client.ObjectKeyFromObject(behind)); err != nil {
 		t.Fatal(err)
 	}

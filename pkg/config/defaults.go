@@ -35,6 +35,13 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 		cfg.Integrations.Frameworks = DefaultFrameworks()
 	}
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
+	rs := &cfg.WaitForPodsReady.RequeuingStrategy
+	if rs.BackoffBaseSeconds == nil {
+		rs.BackoffBaseSeconds = ptr.To[int32](configv1alpha1.DefaultBackoffBaseSeconds)
+	}
+	if rs.BackoffMaxSeconds == nil {
+		rs.BackoffMaxSeconds = ptr.To[int32](configv1alpha1.DefaultBackoffMaxSeconds)
+	}
 }
 
 func setClientConnectionDefaults(c *configv1alpha1.ClientConnection) {

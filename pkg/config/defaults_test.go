@@ -35,8 +35,11 @@ func defaulted() *configv1alpha1.Configuration {
 			ValidatingWebhookConfigurationName: "berth-validating-webhook-configuration",
 			MutatingWebhookConfigurationName:   "berth-mutating-webhook-configuration",
 		},
-		Integrations:     configv1alpha1.Integrations{Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset"}},
-		WaitForPodsReady: configv1alpha1.WaitForPodsReady{Timeout: &metav1.Duration{Duration: 5 * time.Minute}},
+		Integrations: configv1alpha1.Integrations{Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset"}},
+		WaitForPodsReady: configv1alpha1.WaitForPodsReady{
+			Timeout:           &metav1.Duration{Duration: 5 * time.Minute},
+			RequeuingStrategy: configv1alpha1.RequeuingStrategy{BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600)},
+		},
 	}
 }
 
@@ -68,7 +71,7 @@ func TestSetDefaults(t *testing.T) {
 				cfg.InternalCertManagement.Enable = ptr.To(false)
 				cfg.InternalCertManagement.ExtraIPs = []string{"127.0.0.1"}
 				cfg.DefaultSchedulerName = "gpu-scheduler"
-				cfg.WaitForPodsReady = configv1alpha1.WaitForPodsReady{Enable: true, Timeout: &metav1.Duration{Duration: time.Minute}}
+				cfg.WaitForPodsReady.Enable, cfg.WaitForPodsReady.Timeout = true, &metav1.Duration{Duration: time.Minute}
 				return cfg
 			}(),
 		},

@@ -41,7 +41,7 @@ waitForPodsReady:
 				cfg := defaulted()
 				cfg.LeaderElection.LeaderElect = ptr.To(false)
 				cfg.InternalCertManagement.ExtraIPs = []string{"127.0.0.1"}
-				cfg.WaitForPodsReady = configv1alpha1.WaitForPodsReady{Enable: true, Timeout: &metav1.Duration{Duration: 90 * time.Second}}
+				cfg.WaitForPodsReady.Enable, cfg.WaitForPodsReady.Timeout = true, &metav1.Duration{Duration: 90 * time.Second}
 				return cfg
 			}(),
 		},

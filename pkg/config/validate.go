@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 )
@@ -168,10 +169,22 @@ func validateFrameworks(frameworks []string, path *field.Path) field.ErrorList {
 }
 
 func validateWaitForPodsReady(w *configv1alpha1.WaitForPodsReady, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if w.Timeout == nil || w.Timeout.Duration <= 0 {
-		return field.ErrorList{field.Invalid(path.Child("timeout"), w.Timeout, "must be greater than 0")}
+		errs = append(errs, field.Invalid(path.Child("timeout"), w.Timeout, "must be greater than 0"))
 	}
-	return nil
+	rs, rsPath := &w.RequeuingStrategy, path.Child("requeuingStrategy")
+	base, maxWait := ptr.Deref(rs.BackoffBaseSeconds, 0), ptr.Deref(rs.BackoffMaxSeconds, 0)
+	if base < 0 {
+		errs = append(errs, field.Invalid(rsPath.Child("backoffBaseSeconds"), base, "must not be negative"))
+	}
+	if maxWait < base {
+		errs = append(errs, field.Invalid(rsPath.Child("backoffMaxSeconds"), maxWait, fmt.Sprintf("must be at least backoffBaseSeconds (%d)", base)))
+	}
+	if n := rs.BackoffLimitCount; n != nil && *n < 0 {
+		errs = append(errs, field.Invalid(rsPath.Child("backoffLimitCount"), *n, "must not be negative"))
+	}
+	return errs
 }
 
 func dnsSubdomain(name string, path *field.Path) field.ErrorList {

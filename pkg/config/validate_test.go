@@ -146,6 +146,17 @@ func TestValidate(t *testing.T) {
 		"no frameworks": {
 			change: func(cfg *configv1alpha1.Configuration) { cfg.Integrations.Frameworks = []string{} },
 		},
+		"a backoff whose max is below its base": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.WaitForPodsReady.RequeuingStrategy.BackoffBaseSeconds = ptr.To[int32](120)
+				cfg.WaitForPodsReady.RequeuingStrategy.BackoffMaxSeconds = ptr.To[int32](60)
+				cfg.WaitForPodsReady.RequeuingStrategy.BackoffLimitCount = ptr.To[int32](-1)
+			},
+			wantFields: []string{
+				"FieldValueInvalid waitForPodsReady.requeuingStrategy.backoffMaxSeconds",
+				"FieldValueInvalid waitForPodsReady.requeuingStrategy.backoffLimitCount",
+			},
+		},
 		"zero timeout": {
 			change:     func(cfg *configv1alpha1.Configuration) { cfg.WaitForPodsReady.Timeout = &metav1.Duration{} },
 			wantFields: []string{"FieldValueInvalid waitForPodsReady.timeout"},

@@ -20,7 +20,7 @@
 // +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;cohorts;localqueues;workloadpriorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=get
@@ -29,6 +29,8 @@
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=berth-system,resources=leases,verbs=get;create;update

@@ -4,12 +4,14 @@ import (
 	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/workload"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
@@ -20,6 +22,12 @@ type Options struct {
 	PodsReadyTimeout time.Duration
 	// WorkloadConcurrency is how many Workloads are reconciled at once.
 	WorkloadConcurrency int
+	// Backoff is how long a workload evicted because its pods were not
+	// ready waits before it is queued again.
+	Backoff workload.Backoff
+	// Integrated reports whether a job integration runs the workloads of
+	// an owner of this kind.
+	Integrated func(metav1.OwnerReference) bool
 }
 
 // Engine is what the reconcilers share with the scheduler: its cache of
@@ -51,7 +59,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&WorkloadReconciler{
 			client: cl, writer: e.Writer, cache: e.Cache, queues: e.Queues, pending: e.Pending, recorder: e.Recorder,
-			podsReadyTimeout: opts.PodsReadyTimeout, concurrency: opts.WorkloadConcurrency, status: n,
+			podsReadyTimeout: opts.PodsReadyTimeout, backoff: opts.Backoff, integrated: integratedOr(opts.Integrated),
+			concurrency: opts.WorkloadConcurrency, status: n,
 		},
 		&ClusterQueueReconciler{
 			client: cl, workloads: queueWorkloads.Each, cache: e.Cache, queues: e.Queues, notifier: n,
@@ -63,7 +72,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 		},
 		&ResourceFlavorReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
 		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
-		&WorkloadPriorityClassReconciler{client: cl},
+		&WorkloadPriorityClassReconciler{client: cl, notifier: n},
+		&NamespaceReconciler{client: cl, workloads: queueWorkloads.Each, notifier: n},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {
@@ -71,4 +81,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 		}
 	}
 	return nil
+}
+
+// integratedOr is f, or a function that knows no integration.
+func integratedOr(f func(metav1.OwnerReference) bool) func(metav1.OwnerReference) bool {
+	if f != nil {
+		return f
+	}
+	return func(metav1.OwnerReference) bool { return false }
 }

@@ -13,11 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
@@ -39,7 +45,11 @@ type WorkloadReconciler struct {
 	pending          pendingMessages
 	recorder         events.EventRecorder
 	podsReadyTimeout time.Duration
-	concurrency      int
+	backoff          workload.Backoff
+	// integrated reports whether a job integration runs the workloads of
+	// an owner of this kind: it stops their pods and requeues them.
+	integrated  func(metav1.OwnerReference) bool
+	concurrency int
 	// status tells the queue status reconcilers that a queue's counts may
 	// have changed, and asks for workloads to be reconciled again.
 	status *StatusNotifier
@@ -54,10 +64,13 @@ type pendingMessages interface {
 
 // SetupWithManager registers the reconciler with mgr. Besides the
 // Workloads' own events, it reconciles the workloads that the notifier
-// asks for: those of a queue that appeared or changed.
+// asks for (those of a queue, class or namespace that appeared or changed)
+// and those whose pods ended: an evicted workload's quota is released only
+// when none is left.
 func (r *WorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("workload").For(&berthv1alpha1.Workload{}).
 		WatchesRawSource(delayed(r.status.workloads, 0)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(workloadOfPod), builder.WithPredicates(podEnded)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.concurrency, 1)}).
 		Complete(shutdown.UntilStopped(r))
 }
@@ -70,8 +83,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	// changes a copy (TestWorkloadReconcilerLeavesTheCachedObjectAlone).
 	if err := r.client.Get(ctx, req.NamespacedName, wl, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.String())
-			return ctrl.Result{}, nil
+			return r.forgetOnceStopped(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}
@@ -80,14 +92,30 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	r.status.WorkloadChanged(wl)
 
 	switch {
-	case !wl.DeletionTimestamp.IsZero() || workload.IsFinished(wl):
+	case workload.IsFinished(wl):
 		r.forget(workload.Key(wl))
 		return ctrl.Result{}, nil
+	case !wl.DeletionTimestamp.IsZero():
+		return r.forgetOnceStopped(ctx, req.NamespacedName)
 	case workload.HasQuotaReservation(wl):
 		return r.reconcileReserved(ctx, wl)
 	default:
 		return r.reconcilePending(ctx, wl)
 	}
+}
+
+// forgetOnceStopped forgets a deleted workload once none of its pods is
+// left on a node: deleting a running job deletes its Workload and its pods
+// together, and the pods may take their grace period to stop. Until then
+// the engine keeps counting the quota the workload held.
+func (r *WorkloadReconciler) forgetOnceStopped(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
+	if r.cache.HoldsQuota(key.String()) {
+		if n, err := jobframework.LivePods(ctx, r.client, key); err != nil || n > 0 {
+			return ctrl.Result{RequeueAfter: podsGonePoll}, err
+		}
+	}
+	r.forget(key.String())
+	return ctrl.Result{}, nil
 }
 
 // forget drops a workload from the engine and wakes the workloads waiting
@@ -126,9 +154,13 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 		log.V(2).Info("Released the quota of a requeued workload", "clusterQueue", cq)
 		r.queues.QueueInadmissible(cq)
 	}
-	if !workload.IsActive(wl) {
+	if done, err := r.holdInactive(ctx, wl); done || err != nil {
 		r.queues.DeleteWorkload(key)
-		return ctrl.Result{}, r.setInadmissible(ctx, wl, workload.DeactivatedMessage)
+		return ctrl.Result{}, err
+	}
+	if at, waiting := workload.WaitingForBackoff(wl, time.Now()); waiting {
+		r.queues.DeleteWorkload(key)
+		return ctrl.Result{RequeueAfter: time.Until(at)}, nil
 	}
 	if changed, msg, err := r.resolvePriority(ctx, wl); err != nil || changed {
 		return ctrl.Result{}, err
@@ -185,12 +217,11 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 	r.queues.DeleteWorkload(workload.Key(wl))
 	r.cache.AddOrUpdateWorkload(wl)
 	if workload.IsEvicted(wl) {
-		if owner := metav1.GetControllerOf(wl); owner != nil {
+		if owner := metav1.GetControllerOf(wl); owner != nil && r.integrated(*owner) {
 			// The job integration stops the job, then requeues the workload.
 			return ctrl.Result{}, nil
 		}
-		_, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Requeue())
-		return ctrl.Result{}, err
+		return r.requeue(ctx, wl)
 	}
 	reason, msg, after, err := r.evictionReason(ctx, wl)
 	if err != nil || reason == "" {
@@ -237,4 +268,64 @@ func (r *WorkloadReconciler) podsReadyTimedOut(wl *berthv1alpha1.Workload) (stri
 	}
 	return berthv1alpha1.ReasonPodsReadyTimeout,
 		fmt.Sprintf("The pods were not all ready %s after admission", r.podsReadyTimeout), 0, nil
+}
+
+// requeue releases the quota of an evicted workload that no job
+// integration runs, once none of its pods is left on a node.
+func (r *WorkloadReconciler) requeue(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	if n, err := jobframework.LivePods(ctx, r.client, client.ObjectKeyFromObject(wl)); err != nil || n > 0 {
+		// The pods' events bring it back; the poll is for a missed one.
+		return ctrl.Result{RequeueAfter: podsGonePoll}, err
+	}
+	_, err := workloadwriter.Requeue(ctx, r.client, r.writer, wl, workload.NextRequeue(wl, r.backoff, time.Now()))
+	return ctrl.Result{}, err
+}
+
+// podsGonePoll is how often an evicted workload's pods are counted again
+// while some are left.
+const podsGonePoll = 2 * time.Second
+
+// holdInactive keeps a deactivated workload out of the queues, saying why,
+// and reports whether it did. A workload requeued past the backoff's limit
+// says so in its Requeued condition; once a person sets spec.active to
+// true again, it starts its backoff over.
+func (r *WorkloadReconciler) holdInactive(ctx context.Context, wl *berthv1alpha1.Workload) (bool, error) {
+	limit := workload.FindCondition(wl, berthv1alpha1.WorkloadRequeued)
+	if limit != nil && limit.Reason != berthv1alpha1.ReasonRequeuingLimitExceeded {
+		limit = nil
+	}
+	switch {
+	case limit != nil && workload.IsActive(wl):
+		_, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Reactivate())
+		return true, err
+	case workload.IsActive(wl):
+		return false, nil
+	case limit != nil:
+		return true, r.setInadmissible(ctx, wl, limit.Message)
+	}
+	return true, r.setInadmissible(ctx, wl, workload.DeactivatedMessage)
+}
+
+// workloadOfPod maps a pod to the Workload its label names.
+func workloadOfPod(_ context.Context, pod client.Object) []reconcile.Request {
+	name := pod.GetLabels()[berthv1alpha1.WorkloadLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
+}
+
+// podEnded passes the events of a pod that stops holding a node's
+// resources: its deletion, or its move to Succeeded or Failed.
+var podEnded = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		ended := func(o client.Object) bool {
+			p, ok := o.(*corev1.Pod)
+			return ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
+		}
+		return !ended(e.ObjectOld) && ended(e.ObjectNew)
+	},
 }

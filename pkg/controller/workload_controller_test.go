@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,7 +59,7 @@ func TestWorkloadReconcilerLeavesTheCachedObjectAlone(t *testing.T) {
 	stored := []*berthv1alpha1.Workload{noQueue, deactivated, withClass, stopping, evicted}
 
 	scheme := runtime.NewScheme()
-	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+	if err := errors.Join(berthv1alpha1.AddToScheme(scheme), corev1.AddToScheme(scheme)); err != nil {
 		t.Fatal(err)
 	}
 	objs := []client.Object{

@@ -16,9 +16,12 @@ import (
 
 // WorkloadPriorityClassReconciler sets the priority of the unfinished
 // workloads of a WorkloadPriorityClass to its value, so that a changed
-// value re-orders the waiting workloads at once.
+// value re-orders the waiting workloads at once, and has the waiting ones
+// looked at again when the class appears or goes: a workload that waited
+// for its class to exist may be queued now.
 type WorkloadPriorityClassReconciler struct {
-	client client.Client
+	client   client.Client
+	notifier *StatusNotifier
 }
 
 // SetupWithManager registers the reconciler with mgr: only a class's
@@ -32,16 +35,24 @@ func (r *WorkloadPriorityClassReconciler) SetupWithManager(mgr ctrl.Manager) err
 // Reconcile syncs the workloads of one WorkloadPriorityClass.
 func (r *WorkloadPriorityClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wpc := &berthv1alpha1.WorkloadPriorityClass{}
-	if err := r.client.Get(ctx, req.NamespacedName, wpc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	err := r.client.Get(ctx, req.NamespacedName, wpc)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
 	}
+	exists := err == nil
 	wls := &berthv1alpha1.WorkloadList{}
-	if err := r.client.List(ctx, wls, client.MatchingFields{WorkloadPriorityClassKey: wpc.Name}); err != nil {
+	if err := r.client.List(ctx, wls, client.MatchingFields{WorkloadPriorityClassKey: req.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	for i := range wls.Items {
 		wl := &wls.Items[i]
-		if workload.IsFinished(wl) || (wl.Spec.Priority != nil && *wl.Spec.Priority == wpc.Value) {
+		if workload.IsFinished(wl) {
+			continue
+		}
+		if !exists || (wl.Spec.Priority != nil && *wl.Spec.Priority == wpc.Value) {
+			if !workload.HasQuotaReservation(wl) {
+				r.notifier.RequeueWorkload(client.ObjectKeyFromObject(wl))
+			}
 			continue
 		}
 		if err := setPriority(ctx, r.client, wl, wpc.Value); client.IgnoreNotFound(err) != nil {

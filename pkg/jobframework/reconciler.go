@@ -3,9 +3,12 @@ package jobframework
 import (
 	"context"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,14 +19,33 @@ import (
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
+// Reasons of the events on jobs that are not among the Workload's.
+const (
+	// EventCreatedWorkload is the event of a job whose Workload was created.
+	EventCreatedWorkload = "CreatedWorkload"
+	// EventInvalidJob is the Warning of a job that cannot become a Workload.
+	EventInvalidJob = "InvalidJob"
+	// EventReplacedWorkload is the event of a waiting job whose pod sets
+	// changed, and whose Workload was replaced to follow them.
+	EventReplacedWorkload = "ReplacedWorkload"
+	// EventLeftQueue is the event of a waiting job whose queue label was
+	// removed: its Workload is deleted and Berth no longer holds it.
+	EventLeftQueue = "LeftQueue"
+	// EventStopped is the event of a job that ran without admission and
+	// was suspended.
+	EventStopped = "Stopped"
+)
+
 // JobReconciler runs the life cycle of the jobs of one framework.
 type JobReconciler struct {
 	client      client.Client
 	writer      workloadwriter.Writer
+	recorder    events.EventRecorder
 	integration *Integration
 	// manageWithoutQueueName makes Berth manage jobs without the queue
 	// label too; they wait with a condition that says they have no queue.
 	manageWithoutQueueName bool
+	backoff                workload.Backoff
 }
 
 // Reconcile brings one job and its Workload in step.
@@ -34,64 +56,97 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	obj := job.Object()
-	if QueueName(obj) == "" && !r.manageWithoutQueueName {
-		return ctrl.Result{}, nil
-	}
-	log := ctrl.LoggerFrom(ctx).WithValues(r.integration.GVK.Kind, klog.KObj(obj))
-	ctx = ctrl.LoggerInto(ctx, log)
-
-	wl, err := r.workloadOf(ctx, job)
-	if err != nil || wl == nil {
+	wl, err := r.workloadOf(ctx, obj)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if workload.IsFinished(wl) {
+	// A job that has a Workload stays Berth's until the Workload is done,
+	// label or not: its quota must be given back when it ends.
+	managed := QueueName(obj) != "" || r.manageWithoutQueueName
+	if wl == nil && !managed {
+		return ctrl.Result{}, nil
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues(r.integration.GVK.Kind, klog.KObj(obj)))
+	switch {
+	case wl == nil:
+		return ctrl.Result{}, r.createWorkload(ctx, job)
+	case workload.IsFinished(wl):
 		return ctrl.Result{}, nil
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
 		return ctrl.Result{}, r.apply(ctx, wl, workload.Finish(finishReason(succeeded), msg))
 	}
+	if !managed && !workload.HasQuotaReservation(wl) {
+		return ctrl.Result{}, r.leaveQueue(ctx, job, wl)
+	}
 	if synced, err := r.syncLabels(ctx, job, wl); err != nil || !synced {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.syncRunState(ctx, job, wl)
+	return r.syncRunState(ctx, job, wl)
 }
 
-// workloadOf returns the job's Workload, creating it (and returning nil:
-// its creation event comes back) when there is none.
-func (r *JobReconciler) workloadOf(ctx context.Context, job GenericJob) (*berthv1alpha1.Workload, error) {
-	obj := job.Object()
-	gvk := r.integration.GVK
+// workloadOf returns the job's Workload, nil when there is none.
+func (r *JobReconciler) workloadOf(ctx context.Context, obj client.Object) (*berthv1alpha1.Workload, error) {
 	wl := &berthv1alpha1.Workload{}
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(gvk, obj.GetName(), string(obj.GetUID()))}
-	err := r.client.Get(ctx, key, wl)
-	if err == nil {
-		return wl, nil
-	}
-	if !apierrors.IsNotFound(err) {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(r.integration.GVK, obj.GetName(), string(obj.GetUID()))}
+	if err := r.client.Get(ctx, key, wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
 		return nil, err
 	}
-	if finished, _, _ := job.Finished(); finished {
-		return nil, nil
+	return wl, nil
+}
+
+// createWorkload creates the job's Workload; its creation event comes back.
+// A job that cannot become one gets a Warning that names the field.
+func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) error {
+	obj := job.Object()
+	if finished, _, _ := job.Finished(); finished || !obj.GetDeletionTimestamp().IsZero() {
+		return nil
 	}
 	if !job.IsSuspended() {
 		// A job must not run before admission, even if it was created
 		// while the webhook was away.
 		job.Suspend()
-		return nil, r.client.Update(ctx, obj)
+		return r.client.Update(ctx, obj)
+	}
+	podSets, errs := podSetsOf(job)
+	if len(errs) > 0 {
+		// Nothing to retry: a change of the job brings it back.
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventInvalidJob, "CreateWorkload",
+			"Berth cannot queue the job: %s", errs.ToAggregate().Error())
+		return nil
 	}
 	priority, err := r.priorityOf(ctx, PriorityClassName(obj))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	wl, err = newWorkload(job, gvk, priority)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.client.Create(ctx, wl); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
+	wl := newWorkload(obj, r.integration.GVK, podSets, priority)
+	if err := r.client.Create(ctx, wl); err != nil {
+		return client.IgnoreAlreadyExists(err)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created the job's Workload", "workload", klog.KObj(wl))
-	return nil, nil
+	r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventCreatedWorkload, "CreateWorkload",
+		"Created Workload %s in LocalQueue %s", wl.Name, wl.Spec.QueueName)
+	return nil
+}
+
+// leaveQueue deletes the Workload of a waiting job whose queue label was
+// removed: the user took it out of Berth. The job stays as it is.
+func (r *JobReconciler) leaveQueue(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) error {
+	if err := r.deleteWorkload(ctx, wl); err != nil {
+		return err
+	}
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventLeftQueue, "DeleteWorkload",
+		"The job no longer has the label %s: deleted its Workload %s from LocalQueue %s", berthv1alpha1.QueueNameLabel, wl.Name, wl.Spec.QueueName)
+	return nil
+}
+
+// deleteWorkload deletes wl if it is still the version read.
+func (r *JobReconciler) deleteWorkload(ctx context.Context, wl *berthv1alpha1.Workload) error {
+	pre := client.Preconditions{UID: ptr.To(wl.UID), ResourceVersion: ptr.To(wl.ResourceVersion)}
+	return client.IgnoreNotFound(r.client.Delete(ctx, wl, pre))
 }
 
 // priorityOf is the value of a WorkloadPriorityClass; nil when there is
@@ -113,7 +168,7 @@ func (r *JobReconciler) priorityOf(ctx context.Context, class string) (*int32, e
 func (r *JobReconciler) syncLabels(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) (bool, error) {
 	obj := job.Object()
 	patched := wl.DeepCopy()
-	if q := berthv1alpha1.LocalQueueName(QueueName(obj)); q != wl.Spec.QueueName && !workload.HasQuotaReservation(wl) {
+	if q := berthv1alpha1.LocalQueueName(QueueName(obj)); q != "" && q != wl.Spec.QueueName && !workload.HasQuotaReservation(wl) {
 		patched.Spec.QueueName = q
 	}
 	if class := PriorityClassName(obj); class != wl.Spec.PriorityClassName {
@@ -130,42 +185,29 @@ func (r *JobReconciler) syncLabels(ctx context.Context, job GenericJob, wl *bert
 	return false, r.client.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{}))
 }
 
-// syncRunState makes the job run exactly while its Workload is admitted
-// and not evicted. Stopping takes two writes: a running Job's template
-// cannot change, so it is suspended first and its template restored once
-// it is.
-func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) error {
-	admitted := workload.IsAdmitted(wl) && wl.Status.Admission != nil
-	switch {
-	case !job.IsSuspended() && (!admitted || workload.IsEvicted(wl)):
-		ctrl.LoggerFrom(ctx).V(2).Info("Stopping the job", "workload", klog.KObj(wl))
-		job.Suspend()
-		return r.client.Update(ctx, job.Object())
-	case admitted && workload.IsEvicted(wl):
-		if job.RestorePodSetsInfo(originalInfos(wl)) {
-			return r.client.Update(ctx, job.Object())
-		}
-		// The job is stopped: its quota can go to others.
-		return r.apply(ctx, wl, workload.Requeue())
-	case admitted && job.IsSuspended():
-		infos, err := admittedInfos(ctx, r.client, wl)
-		if err != nil {
-			return err
-		}
-		if err := job.RunWithPodSetsInfo(infos); err != nil {
-			return fmt.Errorf("running the job with its admission: %w", err)
-		}
-		return r.client.Update(ctx, job.Object())
-	case admitted:
-		return r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
-	case job.RestorePodSetsInfo(originalInfos(wl)):
-		return r.client.Update(ctx, job.Object())
-	}
-	return nil
-}
-
 // apply writes a transition of the job's Workload.
 func (r *JobReconciler) apply(ctx context.Context, wl *berthv1alpha1.Workload, change workload.Change) error {
 	_, err := workloadwriter.Apply(ctx, r.writer, wl, change)
 	return err
+}
+
+// podsGonePoll is how often a stopped job's pods are counted again while
+// some still run: the last pod's end does not always change the job.
+const podsGonePoll = time.Second
+
+// LivePods counts the pods of wl that may still hold resources on a node:
+// every pod with its label that has not succeeded or failed, terminating
+// ones included. Quota is released only when there are none.
+func LivePods(ctx context.Context, c client.Reader, wl types.NamespacedName) (int, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name}); err != nil {
+		return 0, fmt.Errorf("counting the pods of workload %s: %w", wl.Name, err)
+	}
+	n := 0
+	for i := range pods.Items {
+		if p := pods.Items[i].Status.Phase; p != corev1.PodSucceeded && p != corev1.PodFailed {
+			n++
+		}
+	}
+	return n, nil
 }

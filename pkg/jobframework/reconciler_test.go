@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +33,7 @@ type fakeJob struct{ batchv1.Job }
 const (
 	fakeFinishedLabel    = "test.berth.dev/finished"
 	fakePodsReadyAnnoKey = "test.berth.dev/pods-ready"
+	fakeInvalidAnnoKey   = "test.berth.dev/invalid"
 )
 
 var fakeIntegration = &Integration{
@@ -70,6 +73,9 @@ func (j *fakeJob) Finished() (bool, bool, string) {
 }
 
 func (j *fakeJob) PodSets() ([]berthv1alpha1.PodSet, error) {
+	if v, ok := j.Annotations[fakeInvalidAnnoKey]; ok {
+		return nil, field.Invalid(field.NewPath("metadata", "annotations").Key(fakeInvalidAnnoKey), v, "the fake job says no")
+	}
 	return []berthv1alpha1.PodSet{{Name: "main", Count: ptr.Deref(j.Spec.Parallelism, 1), Template: *j.Spec.Template.DeepCopy()}}, nil
 }
 
@@ -104,11 +110,11 @@ func TestJobReconciler(t *testing.T) {
 	}
 	// workloadOf is the Workload the reconciler would create for j.
 	workloadOf := func(j *batchv1.Job) *utiltesting.WorkloadWrapper {
-		wl, err := newWorkload(&fakeJob{*j}, fakeIntegration.GVK, nil)
+		podSets, err := (&fakeJob{*j}).PodSets()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &utiltesting.WorkloadWrapper{Workload: *wl}
+		return &utiltesting.WorkloadWrapper{Workload: *newWorkload(j, fakeIntegration.GVK, podSets, nil)}
 	}
 	admitted := func(w *utiltesting.WorkloadWrapper) *utiltesting.WorkloadWrapper {
 		return w.AdmittedIn("cq", "h100")
@@ -197,6 +203,64 @@ func TestJobReconciler(t *testing.T) {
 				berthv1alpha1.WorkloadEvicted: "True", berthv1alpha1.WorkloadRequeued: "True",
 			}},
 		},
+		"an evicted job's quota waits for its pods to end": {
+			job:      suspended(job()).Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return evicted(admitted(workloadOf(j))).Obj() },
+			objs: []client.Object{&corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{
+					berthv1alpha1.WorkloadLabel: WorkloadName(fakeIntegration.GVK, "j", "uid-1"),
+				}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning},
+			}},
+			wantJob: jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadEvicted: "True",
+			}},
+		},
+		"a stopped job admitted for other pod sets gives its quota back": {
+			job: suspended(job()).Request("nvidia.com/gpu", "8").Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload {
+				return admitted(workloadOf(job().Obj())).Obj()
+			},
+			wantJob: jobState{Exists: true, Suspended: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadEvicted: "True",
+			}},
+		},
+		"a running job beyond its admission is evicted": {
+			job:      job().Parallelism(4).Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(job().Obj())).Obj() },
+			wantJob:  jobState{Exists: true, Parallelism: 4},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadEvicted: "True",
+			}},
+		},
+		"a waiting job whose requests changed gets a new Workload": {
+			job:      suspended(job()).Request("nvidia.com/gpu", "8").Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return workloadOf(job().Obj()).Obj() },
+			wantJob:  jobState{Exists: true, Suspended: true, Parallelism: 2},
+		},
+		"a waiting job whose queue label was removed leaves Berth": {
+			job: func() *batchv1.Job {
+				j := suspended(job()).Obj()
+				delete(j.Labels, berthv1alpha1.QueueNameLabel)
+				return j
+			}(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return workloadOf(j).Queue(queued).Obj() },
+			wantJob:  jobState{Exists: true, Suspended: true, Parallelism: 2},
+		},
+		"a job that holds quota and lost its label still finishes its Workload": {
+			job: func() *batchv1.Job {
+				j := job().Label(fakeFinishedLabel, "succeeded").Obj()
+				delete(j.Labels, berthv1alpha1.QueueNameLabel)
+				return j
+			}(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(j).Queue(queued)).Obj() },
+			wantJob:  jobState{Exists: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadFinished: "True",
+			}},
+		},
 		"a finished job finishes its Workload": {
 			job:      job().Label(fakeFinishedLabel, "succeeded").Obj(),
 			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(j)).Obj() },
@@ -225,7 +289,7 @@ func TestJobReconciler(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			scheme := runtime.NewScheme()
-			for _, add := range []func(*runtime.Scheme) error{berthv1alpha1.AddToScheme, batchv1.AddToScheme} {
+			for _, add := range []func(*runtime.Scheme) error{berthv1alpha1.AddToScheme, batchv1.AddToScheme, corev1.AddToScheme} {
 				if err := add(scheme); err != nil {
 					t.Fatal(err)
 				}
@@ -241,7 +305,7 @@ func TestJobReconciler(t *testing.T) {
 				objs = append(objs, wl)
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&berthv1alpha1.Workload{}).Build()
-			r := &JobReconciler{client: c, writer: workloadwriter.NewUpdate(c), integration: fakeIntegration}
+			r := &JobReconciler{client: c, writer: workloadwriter.NewUpdate(c), recorder: events.NewFakeRecorder(10), integration: fakeIntegration}
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.job)}); err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
+	"github.com/berth-dev/berth/pkg/workload"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
@@ -18,6 +19,12 @@ type Options struct {
 	DefaultSchedulerName string
 	// Writer writes the status of the jobs' Workloads.
 	Writer workloadwriter.Writer
+	// Backoff is how long a workload evicted because its pods were not
+	// ready waits before it is queued again.
+	Backoff workload.Backoff
+	// ControllerUsername is the user the controller acts as. The job
+	// webhooks do not check the controller's own writes.
+	ControllerUsername string
 }
 
 // SetupWithManager registers the integration's reconciler and webhook.
@@ -27,12 +34,14 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		For(i.NewJob().Object()).
 		Owns(&berthv1alpha1.Workload{}).
 		Complete(shutdown.UntilStopped(&JobReconciler{
-			client: mgr.GetClient(), writer: opts.Writer, integration: i, manageWithoutQueueName: opts.ManageJobsWithoutQueueName,
+			client: mgr.GetClient(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
+			manageWithoutQueueName: opts.ManageJobsWithoutQueueName, backoff: opts.Backoff,
 		}))
 	if err != nil {
 		return err
 	}
 	hook := ctrl.NewWebhookManagedBy(mgr, i.NewJob().Object())
-	//nolint:staticcheck // the typed Defaulter cannot decode into an interface type: see defaulter
-	return hook.WithCustomDefaulter(&defaulter{client: mgr.GetClient(), integration: i, opts: opts}).Complete()
+	//nolint:staticcheck // the typed Defaulter and Validator cannot decode into an interface type: see defaulter
+	return hook.WithCustomDefaulter(&defaulter{client: mgr.GetClient(), integration: i, opts: opts}).
+		WithCustomValidator(&validator{client: mgr.GetClient(), integration: i, opts: opts}).Complete()
 }

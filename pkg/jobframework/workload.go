@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
@@ -35,19 +36,19 @@ func PriorityClassName(job metav1.Object) string {
 	return job.GetLabels()[berthv1alpha1.PriorityClassLabel]
 }
 
-// newWorkload is the Workload of job, owned by it.
-func newWorkload(job GenericJob, gvk schema.GroupVersionKind, priority *int32) (*berthv1alpha1.Workload, error) {
-	obj := job.Object()
-	podSets, err := job.PodSets()
-	if err != nil {
-		return nil, err
-	}
+// newWorkload is the Workload of the job obj, owned by it, with its pod
+// sets. Its labels name its queue and its job's UID, so that a person can
+// go from the job to it with a label selector.
+func newWorkload(obj client.Object, gvk schema.GroupVersionKind, podSets []berthv1alpha1.PodSet, priority *int32) *berthv1alpha1.Workload {
 	return &berthv1alpha1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            WorkloadName(gvk, obj.GetName(), string(obj.GetUID())),
 			Namespace:       obj.GetNamespace(),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, gvk)},
-			Labels:          map[string]string{berthv1alpha1.QueueNameLabel: QueueName(obj)},
+			Labels: map[string]string{
+				berthv1alpha1.QueueNameLabel: QueueName(obj),
+				berthv1alpha1.JobUIDLabel:    string(obj.GetUID()),
+			},
 		},
 		Spec: berthv1alpha1.WorkloadSpec{
 			PodSets:           podSets,
@@ -56,7 +57,7 @@ func newWorkload(job GenericJob, gvk schema.GroupVersionKind, priority *int32) (
 			Priority:          priority,
 			Active:            ptr.To(true),
 		},
-	}, nil
+	}
 }
 
 // finishReason is the Finished condition's reason for a job's outcome.

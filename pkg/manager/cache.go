@@ -1,9 +1,13 @@
 package manager
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/fastwatch"
@@ -36,5 +40,19 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, erro
 		// update that omits them keeps them on the server.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		NewInformer:      newInformer,
+		ByObject:         byObject(),
 	}, nil
+}
+
+// byObject restricts what the cache holds of kinds that Berth reads only
+// in part: of the pods, those of admitted workloads, which carry the
+// workload label. Quota is released when they are gone.
+func byObject() map[client.Object]cache.ByObject {
+	admitted, err := labels.NewRequirement(berthv1alpha1.WorkloadLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*admitted)},
+	}
 }

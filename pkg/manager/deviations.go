@@ -74,7 +74,7 @@ func (d Deviations) Logger(log logr.Logger) logr.Logger {
 // CacheOptions is how the manager caches objects.
 func (d Deviations) CacheOptions(cfg *rest.Config, scheme *k8sruntime.Scheme) (ctrlcache.Options, error) {
 	if d.Stock {
-		return ctrlcache.Options{Scheme: scheme, DefaultTransform: ctrlcache.TransformStripManagedFields()}, nil
+		return ctrlcache.Options{Scheme: scheme, DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: byObject()}, nil
 	}
 	return CacheOptions(cfg, scheme)
 }

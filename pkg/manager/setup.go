@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -68,22 +72,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	pending := applier.NewPendingWriter(mgr.GetClient(), writer, c.HoldsQuota)
 	q.OnBehind(func(behind []queue.Behind) {
 		for _, b := range behind {
-			pending.SetBehind(b.Workload, b.Head)
+			pending.SetBehind(b.Workload, b.Head, b.Strict)
 		}
 	})
 	if err := mgr.Add(pending); err != nil {
-		return err
-	}
-	engine := controller.Engine{Cache: c, Queues: q, Writer: writer, Pending: pending, Recorder: recorder}
-	if err := controller.Setup(ctx, mgr, engine, opts.Controllers); err != nil {
 		return err
 	}
 	enabled, err := jobframework.Enabled(opts.Integrations)
 	if err != nil {
 		return err
 	}
+	engine := controller.Engine{Cache: c, Queues: q, Writer: writer, Pending: pending, Recorder: recorder}
+	ctrlOpts := opts.Controllers
+	ctrlOpts.Integrated = integrated(enabled)
+	if err := controller.Setup(ctx, mgr, engine, ctrlOpts); err != nil {
+		return err
+	}
 	jobOpts := opts.Jobs
 	jobOpts.Writer = writer
+	if jobOpts.ControllerUsername, err = whoAmI(ctx, mgr); err != nil {
+		return err
+	}
 	for _, i := range enabled {
 		if err := i.SetupWithManager(mgr, jobOpts); err != nil {
 			return fmt.Errorf("setting up job integration %s: %w", i.Name, err)
@@ -133,4 +142,30 @@ func prime(ctx context.Context, c client.Reader, engine *cache.Cache) error {
 	}
 	ctrl.LoggerFrom(ctx).Info("Loaded the quota in use", "clusterQueues", len(cqs.Items), "workloads", len(wls.Items))
 	return nil
+}
+
+// integrated reports whether one of the enabled integrations runs the
+// workloads of an owner of ref's kind.
+func integrated(enabled []*jobframework.Integration) func(metav1.OwnerReference) bool {
+	kinds := map[schema.GroupVersionKind]bool{}
+	for _, i := range enabled {
+		kinds[i.GVK] = true
+	}
+	return func(ref metav1.OwnerReference) bool {
+		return kinds[schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)]
+	}
+}
+
+// whoAmI is the user the manager's requests are made as: the job webhooks
+// leave the controller's own writes alone.
+func whoAmI(ctx context.Context, mgr ctrl.Manager) (string, error) {
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("asking the API server who the controller is: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }

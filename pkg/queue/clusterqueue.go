@@ -83,6 +83,20 @@ func (q *clusterQueue) tell(b *bucket, head *workload.Info) []Behind {
 	return out
 }
 
+// tellAll returns, once per workload, every queued workload but head, the
+// head of a StrictFIFO queue that did not fit: none of them is tried
+// before it.
+func (q *clusterQueue) tellAll(head *workload.Info) []Behind {
+	var out []Behind
+	for _, b := range q.buckets {
+		for _, t := range q.tell(b, head) {
+			t.Strict = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // version returns the queued or popped entry of key, nil if none.
 func (q *clusterQueue) version(key string) *workload.Info {
 	if b := q.of[key]; b != nil {

@@ -66,14 +66,6 @@ func (h *heap[T]) pushOrUpdate(x T) {
 	h.up(len(h.items) - 1)
 }
 
-// fixKey restores the order after the item with key changed its place in
-// it, as a bucket does when its head changes.
-func (h *heap[T]) fixKey(key string) {
-	if i, ok := h.index[key]; ok {
-		h.fix(i)
-	}
-}
-
 // pop removes and returns the least item.
 func (h *heap[T]) pop() (T, bool) {
 	top, ok := h.top()

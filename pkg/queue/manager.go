@@ -63,6 +63,9 @@ type Manager struct {
 // not fit: it was not tried itself, and waits for the same reason.
 type Behind struct {
 	Workload, Head *berthv1alpha1.Workload
+	// Strict is set when the head blocks a StrictFIFO queue: Workload
+	// waits behind it whatever its shape.
+	Strict bool
 }
 
 // OnBehind sets f to receive, once per queued workload, the workloads that
@@ -390,6 +393,13 @@ func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	case reason == RequeueInadmissible && q.strategy == berthv1alpha1.BestEffortFIFO && fresh && b.head() == info:
 		q.setAside(b)
 		m.toTell = append(m.toTell, q.tell(b, info)...)
+	case reason == RequeueInadmissible && q.strategy == berthv1alpha1.StrictFIFO:
+		// Nothing behind the head is tried while it does not fit.
+		q.putBack(b)
+		m.toTell = append(m.toTell, q.tellAll(info)...)
+		if !fresh {
+			m.wake()
+		}
 	case reason == RequeueRetry:
 		q.putBack(b)
 		m.wake()

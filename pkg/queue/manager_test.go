@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -339,6 +340,38 @@ func TestBehindToldOnce(t *testing.T) {
 	}
 	_ = m.AddOrUpdateWorkload(big("big-3", 3*time.Second), "q")
 	if diff := cmp.Diff([]string{"big-2<big-1", "big-3<big-1"}, told); diff != "" {
+		t.Errorf("told (-want +got):\n%s", diff)
+	}
+}
+
+// TestStrictFIFOTellsEveryoneBehind: behind the head of a StrictFIFO queue
+// that does not fit, every workload waits untried, whatever its shape, and
+// is told so once.
+func TestStrictFIFOTellsEveryoneBehind(t *testing.T) {
+	m := NewManager()
+	var told []string
+	m.OnBehind(func(bs []Behind) {
+		for _, b := range bs {
+			told = append(told, fmt.Sprintf("%s<%s strict=%v", b.Workload.Name, b.Head.Name, b.Strict))
+		}
+	})
+	m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Strategy(berthv1alpha1.StrictFIFO).Obj())
+	wl := func(name string, created time.Duration, cpu string) *berthv1alpha1.Workload {
+		return utiltesting.MakeWorkload(name, "ns").Created(created).Request(1, "cpu", cpu).Obj()
+	}
+	_ = m.AddOrUpdateWorkload(wl("head", time.Second, "8"), "q")
+	_ = m.AddOrUpdateWorkload(wl("same", 2*time.Second, "8"), "q")
+	_ = m.AddOrUpdateWorkload(wl("small", 3*time.Second, "1"), "q")
+	for range 2 {
+		h := m.Heads(nil, nil)[0]
+		if h.Info.Obj.Name != "head" {
+			t.Fatalf("head %s, want the oldest", h.Info.Obj.Name)
+		}
+		m.Requeue(h, RequeueInadmissible)
+		m.EndCycle()
+	}
+	slices.Sort(told)
+	if diff := cmp.Diff([]string{"same<head strict=true", "small<head strict=true"}, told); diff != "" {
 		t.Errorf("told (-want +got):\n%s", diff)
 	}
 }

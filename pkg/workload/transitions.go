@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +64,7 @@ func Preempt(reason, message string) Change {
 		changed := SetCondition(wl, berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, message)
 		changed = SetCondition(wl, berthv1alpha1.WorkloadPreempted, metav1.ConditionTrue, reason, message) || changed
 		if metav1.GetControllerOf(wl) == nil {
-			changed = Requeue()(wl) || changed
+			changed = Requeue(RequeueDecision{})(wl) || changed
 		}
 		return changed
 	}
@@ -71,8 +72,11 @@ func Preempt(reason, message string) Change {
 
 // Requeue releases an evicted workload's quota and queues it again: its
 // admission is cleared, QuotaReserved and Admitted are False, Requeued is
-// True with the eviction's reason, and the requeue is counted.
-func Requeue() Change {
+// True with the eviction's reason, and the requeue is counted. With d.At
+// set it waits until then (requeueState.requeueAt); with d.Deactivate set
+// it is not queued again but set aside with that message (its spec.active
+// is set to false beside this).
+func Requeue(d RequeueDecision) Change {
 	return func(wl *berthv1alpha1.Workload) bool {
 		reason, why := berthv1alpha1.ReasonPending, "the workload was evicted"
 		if ev := FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil {
@@ -80,6 +84,18 @@ func Requeue() Change {
 		}
 		wl.Status.Admission = nil
 		msg := fmt.Sprintf("Requeued after eviction (%s): %s", reason, why)
+		if d.At != nil {
+			msg += fmt.Sprintf("; it waits until %s before it is considered again", d.At.UTC().Format(time.RFC3339))
+		}
+		if d.Deactivate != "" {
+			SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, d.Deactivate)
+			SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, d.Deactivate)
+			SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionFalse, berthv1alpha1.ReasonRequeuingLimitExceeded, d.Deactivate)
+			if FindCondition(wl, berthv1alpha1.WorkloadPodsReady) != nil {
+				SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, d.Deactivate)
+			}
+			return true
+		}
 		SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
 		SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
 		SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, reason, msg)
@@ -91,7 +107,23 @@ func Requeue() Change {
 			state = &berthv1alpha1.RequeueState{}
 		}
 		state.Count = ptr.To(ptr.Deref(state.Count, 0) + 1)
+		state.RequeueAt = nil
+		if d.At != nil {
+			state.RequeueAt = ptr.To(metav1.NewTime(*d.At))
+		}
 		wl.Status.RequeueState = state
+		return true
+	}
+}
+
+// Reactivate starts the backoff of a workload over: it was deactivated
+// after too many requeues, and a person set spec.active to true again.
+func Reactivate() Change {
+	return func(wl *berthv1alpha1.Workload) bool {
+		wl.Status.RequeueState = nil
+		msg := "Reactivated: spec.active was set to true again, and its requeue count starts over"
+		SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
+		SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
 		return true
 	}
 }

@@ -116,7 +116,7 @@ func TestTransitions(t *testing.T) {
 				wl.Status.RequeueState = &berthv1alpha1.RequeueState{Count: ptr.To[int32](2)}
 				return wl
 			}(),
-			change:      workload.Requeue(),
+			change:      workload.Requeue(workload.RequeueDecision{}),
 			wantChanged: true,
 			want: state{Requeues: 3, Conditions: map[string]string{
 				reserved: "False/Pending", admitted: "False/Pending", ready: "False/Pending",

@@ -3,6 +3,8 @@
 // Workload and writes the copy's status, bound to the resourceVersion it was
 // computed from. The reconcilers, the scheduler's applier, the job
 // integrations and the benchmark all write through a Writer they are given.
+// Requeue also deactivates a workload past its backoff's limit, the one
+// write of its spec here.
 //
 // Production writes are PUTs of the status subresource answered with the
 // object's metadata alone (NewPut); NewUpdate writes through any

@@ -3,6 +3,7 @@ package workloadwriter
 import (
 	"context"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -51,6 +52,7 @@ func NewUpdate(c client.Client) Writer { return updateWriter{c} }
 
 type updateWriter struct{ client client.Client }
 
+// WriteStatus updates the status subresource.
 func (u updateWriter) WriteStatus(ctx context.Context, wl *berthv1alpha1.Workload) error {
 	// A copy: the client decodes its answer into it, and wl shares its
 	// spec with the cached object.
@@ -60,4 +62,19 @@ func (u updateWriter) WriteStatus(ctx context.Context, wl *berthv1alpha1.Workloa
 	}
 	wl.ResourceVersion = obj.ResourceVersion
 	return nil
+}
+
+// Requeue releases an evicted workload's quota as d says. A workload past
+// its backoff's limit is deactivated first, a write of its spec.active
+// through c: from then on it stays out of the queues whatever comes next,
+// and the requeue, which says why, follows on the next reconcile. It
+// reports whether the requeue itself was written.
+func Requeue(ctx context.Context, c client.Client, w Writer, wl *berthv1alpha1.Workload, d workload.RequeueDecision) (bool, error) {
+	if d.Deactivate != "" && workload.IsActive(wl) {
+		patched := wl.DeepCopy()
+		patched.Spec.Active = ptr.To(false)
+		return false, c.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{}))
+	}
+	_, err := Apply(ctx, w, wl, workload.Requeue(d))
+	return err == nil, err
 }

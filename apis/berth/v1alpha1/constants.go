@@ -18,6 +18,9 @@ const (
 	// WorkloadLabel is set on the pods of an admitted job to the name of
 	// its Workload.
 	WorkloadLabel = "berth.dev/workload"
+	// JobUIDLabel is set on the Workload of a job to the job's UID:
+	// kubectl get wl -l berth.dev/job-uid=<uid> finds it.
+	JobUIDLabel = "berth.dev/job-uid"
 
 	// PodSetLabel is set on the pods of an admitted job to the name of
 	// their podset.
@@ -97,6 +100,13 @@ const (
 	ReasonLocalQueueStopped = "LocalQueueStopped"
 	// ReasonDeactivated is the Evicted reason when spec.active is false.
 	ReasonDeactivated = "Deactivated"
+	// ReasonPodSetsChanged means the job's pod sets changed after its
+	// workload was admitted for others: it is stopped, and its Workload
+	// replaced.
+	ReasonPodSetsChanged = "PodSetsChanged"
+	// ReasonRequeuingLimitExceeded means the workload was evicted and
+	// requeued as many times as the backoff allows, and is deactivated.
+	ReasonRequeuingLimitExceeded = "RequeuingLimitExceeded"
 	// ReasonPodsReadyTimeout is the Evicted reason when the pods did not
 	// become ready in time.
 	ReasonPodsReadyTimeout = "PodsReadyTimeout"

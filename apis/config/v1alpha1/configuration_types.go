@@ -180,4 +180,26 @@ type WaitForPodsReady struct {
 	// Timeout is how long an admitted workload may wait for its pods to be
 	// ready before it is evicted and requeued. Default 5m.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// RequeuingStrategy is how long a workload evicted for the timeout
+	// waits before it is queued again, and how often it may be.
+	RequeuingStrategy RequeuingStrategy `json:"requeuingStrategy,omitempty"`
+}
+
+// RequeuingStrategy backs off a workload that keeps being evicted because
+// its pods are not ready in time: it waits backoffBaseSeconds after its
+// first such eviction, twice as long after each further one, at most
+// backoffMaxSeconds, with up to a tenth added so that workloads evicted
+// together do not return together. After backoffLimitCount requeues it is
+// deactivated (spec.active false) with a message saying so.
+type RequeuingStrategy struct {
+	// BackoffBaseSeconds is the first wait. Default 60.
+	BackoffBaseSeconds *int32 `json:"backoffBaseSeconds,omitempty"`
+
+	// BackoffMaxSeconds is the longest wait. Default 3600.
+	BackoffMaxSeconds *int32 `json:"backoffMaxSeconds,omitempty"`
+
+	// BackoffLimitCount is how many requeues are allowed before the
+	// workload is deactivated. Unset: no limit.
+	BackoffLimitCount *int32 `json:"backoffLimitCount,omitempty"`
 }

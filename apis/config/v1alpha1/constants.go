@@ -27,6 +27,8 @@ const (
 	DefaultValidatingWebhookConfigurationName = "berth-validating-webhook-configuration"
 	DefaultMutatingWebhookConfigurationName   = "berth-mutating-webhook-configuration"
 	DefaultWaitForPodsReadyTimeout            = 5 * time.Minute
+	DefaultBackoffBaseSeconds                 = 60
+	DefaultBackoffMaxSeconds                  = 3600
 	// The leader election's timing, client-go's and Kueue's too.
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second

@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,6 +15,7 @@ import (
 )
 
 // +kubebuilder:webhook:path=/mutate-batch-v1-job,mutating=true,failurePolicy=fail,sideEffects=None,groups=batch,resources=jobs,verbs=create,versions=v1,name=mjob.berth.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-batch-v1-job,mutating=false,failurePolicy=fail,sideEffects=None,groups=batch,resources=jobs,verbs=create;update,versions=v1,name=vjob.berth.dev,admissionReviewVersions=v1
 
 // podSetName is the name of a Job's only podset.
 const podSetName = "main"
@@ -42,6 +44,7 @@ type Job batchv1.Job
 var (
 	_ jobframework.GenericJob          = (*Job)(nil)
 	_ jobframework.JobWithPodTemplates = (*Job)(nil)
+	_ jobframework.JobWithPodSetPaths  = (*Job)(nil)
 )
 
 // Object is the Job.
@@ -74,14 +77,20 @@ func (j *Job) PodSets() ([]berthv1alpha1.PodSet, error) {
 	if v, ok := j.Annotations[berthv1alpha1.JobMinParallelismAnnotation]; ok {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 1 || int32(n) > ps.Count {
-			return nil, fmt.Errorf("annotation %s=%q must be a whole number between 1 and the job's parallelism %d",
-				berthv1alpha1.JobMinParallelismAnnotation, v, ps.Count)
+			path := field.NewPath("metadata", "annotations").Key(berthv1alpha1.JobMinParallelismAnnotation)
+			return nil, field.Invalid(path, v, fmt.Sprintf("must be a whole number between 1 and the job's parallelism %d", ps.Count))
 		}
 		if int32(n) < ps.Count {
 			ps.MinCount = ptr.To(int32(n))
 		}
 	}
 	return []berthv1alpha1.PodSet{ps}, nil
+}
+
+// PodSetPaths are where the Job's one podset is written: its parallelism
+// and its template.
+func (j *Job) PodSetPaths(string) (count, template *field.Path) {
+	return field.NewPath("spec", "parallelism"), field.NewPath("spec", "template")
 }
 
 // RunWithPodSetsInfo unsuspends the Job with its admitted parallelism and

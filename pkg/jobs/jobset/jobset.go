@@ -2,10 +2,12 @@ package jobset
 
 import (
 	"fmt"
+	"math"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -15,6 +17,7 @@ import (
 )
 
 // +kubebuilder:webhook:path=/mutate-jobset-x-k8s-io-v1alpha2-jobset,mutating=true,failurePolicy=fail,sideEffects=None,groups=jobset.x-k8s.io,resources=jobsets,verbs=create,versions=v1alpha2,name=mjobset.berth.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-jobset-x-k8s-io-v1alpha2-jobset,mutating=false,failurePolicy=fail,sideEffects=None,groups=jobset.x-k8s.io,resources=jobsets,verbs=create;update,versions=v1alpha2,name=vjobset.berth.dev,admissionReviewVersions=v1
 
 func init() {
 	jobframework.Register(&jobframework.Integration{
@@ -40,7 +43,11 @@ type JobSet jobsetapi.JobSet
 var (
 	_ jobframework.GenericJob          = (*JobSet)(nil)
 	_ jobframework.JobWithPodTemplates = (*JobSet)(nil)
+	_ jobframework.JobWithPodSetPaths  = (*JobSet)(nil)
 )
+
+// maxPodSets is how many podsets a Workload has at most.
+const maxPodSets = 8
 
 // Object is the JobSet.
 func (j *JobSet) Object() client.Object { return (*jobsetapi.JobSet)(j) }
@@ -69,21 +76,39 @@ func podsPerJob(spec *batchv1.JobSpec) int32 {
 	return n
 }
 
-// PodSets is one podset per replicated job.
+// PodSets is one podset per replicated job, of replicas times the pods
+// each of its Jobs runs at once.
 func (j *JobSet) PodSets() ([]berthv1alpha1.PodSet, error) {
-	if len(j.Spec.ReplicatedJobs) > 8 {
-		return nil, fmt.Errorf("a JobSet admitted by Berth has at most 8 replicated jobs, this one has %d", len(j.Spec.ReplicatedJobs))
+	if n := len(j.Spec.ReplicatedJobs); n > maxPodSets {
+		return nil, field.TooMany(field.NewPath("spec", "replicatedJobs"), n, maxPodSets)
 	}
 	out := make([]berthv1alpha1.PodSet, 0, len(j.Spec.ReplicatedJobs))
 	for i := range j.Spec.ReplicatedJobs {
 		rj := &j.Spec.ReplicatedJobs[i]
+		count := int64(max(rj.Replicas, 1)) * int64(podsPerJob(&rj.Template.Spec))
+		if count > math.MaxInt32 {
+			return nil, field.Invalid(field.NewPath("spec", "replicatedJobs").Index(i).Child("replicas"), rj.Replicas,
+				fmt.Sprintf("%d replicas of %d pods each is %d pods, more than a podset may have (%d)", rj.Replicas, podsPerJob(&rj.Template.Spec), count, math.MaxInt32))
+		}
 		out = append(out, berthv1alpha1.PodSet{
 			Name:     rj.Name,
-			Count:    max(rj.Replicas, 1) * podsPerJob(&rj.Template.Spec),
+			Count:    int32(count),
 			Template: *rj.Template.Spec.Template.DeepCopy(),
 		})
 	}
 	return out, nil
+}
+
+// PodSetPaths are where a replicated job is written: its replicas (the
+// count is replicas times its Jobs' parallelism) and its pod template.
+func (j *JobSet) PodSetPaths(podSet string) (count, template *field.Path) {
+	for i := range j.Spec.ReplicatedJobs {
+		if j.Spec.ReplicatedJobs[i].Name == podSet {
+			rj := field.NewPath("spec", "replicatedJobs").Index(i)
+			return rj.Child("replicas"), rj.Child("template", "spec", "template")
+		}
+	}
+	return field.NewPath("spec", "replicatedJobs"), field.NewPath("spec", "replicatedJobs")
 }
 
 // RunWithPodSetsInfo unsuspends the JobSet with each replicated job's

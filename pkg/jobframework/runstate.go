@@ -1,0 +1,235 @@
+package jobframework
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
+)
+
+// syncRunState makes the job run exactly while its Workload is admitted
+// and not evicted, with the pod sets it was admitted for. The job's states,
+// one write each:
+//
+//	running, not admitted or evicted      stop it (suspend)
+//	running beyond its admission          evict its Workload (PodSetsChanged)
+//	running                               report whether its pods are ready
+//	stopped, admitted, evicted            restore its templates; once its pods
+//	                                      are gone, requeue the Workload
+//	stopped, admitted for other pod sets  evict its Workload (PodSetsChanged)
+//	stopped, admitted                     run it with the admission
+//	stopped, waiting, with an old         restore its templates
+//	  admission's directives
+//	stopped, waiting, pod sets changed    replace its Workload
+//
+// Stopping takes two writes: a running Job's template cannot change, so it
+// is suspended first and its template restored once it is.
+func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	admitted := workload.IsAdmitted(wl) && wl.Status.Admission != nil
+	evicted := workload.IsEvicted(wl)
+	podSets, errs := podSetsOf(job)
+	if len(errs) > 0 {
+		return ctrl.Result{}, fmt.Errorf("reading the job's pod sets: %w", errs.ToAggregate())
+	}
+	carries := carriesAdmission(podSets)
+	switch {
+	case !job.IsSuspended() && (!admitted || evicted):
+		return ctrl.Result{}, r.stop(ctx, job, wl)
+	case !job.IsSuspended():
+		if diff := beyondAdmission(wl, podSets); diff != "" {
+			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
+				"The job runs more than its Workload was admitted for: "+diff))
+		}
+		return ctrl.Result{}, r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
+	case admitted && evicted:
+		return r.release(ctx, job, wl)
+	case admitted:
+		if diff := r.changedPodSets(job, wl, podSets, carries); diff != "" {
+			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
+				"The job's pod sets changed after its Workload was admitted: "+diff))
+		}
+		return ctrl.Result{}, r.run(ctx, job, wl)
+	case carries:
+		if job.RestorePodSetsInfo(originalInfos(wl)) {
+			return ctrl.Result{}, r.client.Update(ctx, job.Object())
+		}
+	default:
+		if diff := workload.PodSetsDiffer(wl.Spec.PodSets, podSets); diff != "" {
+			return ctrl.Result{}, r.replace(ctx, job, wl, diff)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// carriesAdmission reports whether the job's templates carry what an
+// admission added: they are not the user's as they are.
+func carriesAdmission(podSets []berthv1alpha1.PodSet) bool {
+	return slices.ContainsFunc(podSets, func(ps berthv1alpha1.PodSet) bool {
+		return ps.Template.Labels[berthv1alpha1.WorkloadLabel] != ""
+	})
+}
+
+// changedPodSets says how the pod sets of a stopped job differ from those
+// its Workload was admitted for. Templates that carry an earlier
+// admission's directives are compared as they would be restored.
+func (r *JobReconciler) changedPodSets(job GenericJob, wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet, carries bool) string {
+	if carries {
+		restored, err := r.integration.Wrap(job.Object().DeepCopyObject().(client.Object))
+		if err != nil {
+			return err.Error()
+		}
+		restored.RestorePodSetsInfo(originalInfos(wl))
+		var errs error
+		if podSets, errs = restored.PodSets(); errs != nil {
+			return errs.Error()
+		}
+	}
+	return workload.PodSetsDiffer(wl.Spec.PodSets, podSets)
+}
+
+// beyondAdmission says how a running job asks for more than its admission:
+// more pods than admitted, or pods of other requests.
+func beyondAdmission(wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet) string {
+	admitted := map[string]int32{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		admitted[psa.Name] = ptr.Deref(psa.Count, 0)
+	}
+	var diffs []string
+	for i := range wl.Spec.PodSets {
+		want := &wl.Spec.PodSets[i]
+		n, ok := admitted[want.Name]
+		if !ok {
+			n = want.Count
+		}
+		for j := range podSets {
+			if got := &podSets[j]; got.Name == want.Name && got.Count > n {
+				diffs = append(diffs, fmt.Sprintf("podset %s: %d pods, admitted %d", got.Name, got.Count, n))
+			}
+		}
+	}
+	if len(podSets) == len(wl.Spec.PodSets) {
+		// Requests only: counts were checked above, selectors and
+		// tolerations carry the admission's directives.
+		for i := range podSets {
+			have, got := workload.PodRequests(&wl.Spec.PodSets[i].Template.Spec), workload.PodRequests(&podSets[i].Template.Spec)
+			if !maps.Equal(have, got) {
+				diffs = append(diffs, fmt.Sprintf("podset %s: other requests per pod", podSets[i].Name))
+			}
+		}
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// stop suspends a job that runs without an admission, and says why.
+func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) error {
+	ctrl.LoggerFrom(ctx).V(2).Info("Stopping the job", "workload", klog.KObj(wl))
+	job.Suspend()
+	if err := r.client.Update(ctx, job.Object()); err != nil {
+		return err
+	}
+	reason, msg := EventStopped, fmt.Sprintf("Suspended: its Workload %s is not admitted", wl.Name)
+	if ev := workload.FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
+		reason, msg = berthv1alpha1.WorkloadEvicted, fmt.Sprintf("Evicted from ClusterQueue %s (%s): %s", clusterQueueOf(wl), ev.Reason, ev.Message)
+		if p := workload.FindCondition(wl, berthv1alpha1.WorkloadPreempted); p != nil && p.Status == metav1.ConditionTrue {
+			reason, msg = berthv1alpha1.WorkloadPreempted, fmt.Sprintf("Preempted in ClusterQueue %s (%s): %s", clusterQueueOf(wl), p.Reason, p.Message)
+		}
+	}
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, reason, "Stop", "%s", msg)
+	return nil
+}
+
+// release gives an evicted job's quota back once the job is stopped: its
+// templates restored and every pod it ran gone from its node.
+func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	if job.RestorePodSetsInfo(originalInfos(wl)) {
+		return ctrl.Result{}, r.client.Update(ctx, job.Object())
+	}
+	if n, err := LivePods(ctx, r.client, client.ObjectKeyFromObject(wl)); err != nil || n > 0 {
+		if n > 0 {
+			ctrl.LoggerFrom(ctx).V(3).Info("Waiting for the evicted job's pods to end", "pods", n)
+		}
+		return ctrl.Result{RequeueAfter: podsGonePoll}, err
+	}
+	d := workload.NextRequeue(wl, r.backoff, time.Now())
+	if written, err := workloadwriter.Requeue(ctx, r.client, r.writer, wl, d); err != nil || !written {
+		return ctrl.Result{}, err
+	}
+	msg := fmt.Sprintf("Requeued in LocalQueue %s: its quota in ClusterQueue %s is released", wl.Spec.QueueName, clusterQueueOf(wl))
+	switch {
+	case d.Deactivate != "":
+		msg = d.Deactivate
+	case d.At != nil:
+		msg += fmt.Sprintf("; it waits until %s (backoff)", d.At.UTC().Format(time.RFC3339))
+	}
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadRequeued, "Requeue", "%s", msg)
+	return ctrl.Result{}, nil
+}
+
+// run starts an admitted job with its admission's counts and scheduling
+// directives.
+func (r *JobReconciler) run(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) error {
+	infos, err := admittedInfos(ctx, r.client, wl)
+	if err != nil {
+		return err
+	}
+	if err := job.RunWithPodSetsInfo(infos); err != nil {
+		return fmt.Errorf("running the job with its admission: %w", err)
+	}
+	if err := r.client.Update(ctx, job.Object()); err != nil {
+		return err
+	}
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Run",
+		"Admitted by ClusterQueue %s: %s", clusterQueueOf(wl), describeAssignments(wl.Status.Admission))
+	return nil
+}
+
+// replace deletes the Workload of a waiting job whose pod sets changed;
+// the job gets a new one, at the back of its queue, on the deletion's
+// event.
+func (r *JobReconciler) replace(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload, diff string) error {
+	if err := r.deleteWorkload(ctx, wl); err != nil {
+		return err
+	}
+	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventReplacedWorkload, "DeleteWorkload",
+		"The job's pod sets changed while it waited (%s): its Workload %s is replaced by one that asks for them", diff, wl.Name)
+	return nil
+}
+
+func clusterQueueOf(wl *berthv1alpha1.Workload) berthv1alpha1.ClusterQueueReference {
+	if wl.Status.Admission == nil {
+		return ""
+	}
+	return wl.Status.Admission.ClusterQueue
+}
+
+// describeAssignments says, per podset, how many pods run on which flavor,
+// e.g. "main: 4 pods, nvidia.com/gpu on h100".
+func describeAssignments(adm *berthv1alpha1.Admission) string {
+	parts := make([]string, 0, len(adm.PodSetAssignments))
+	for _, psa := range adm.PodSetAssignments {
+		byFlavor := map[berthv1alpha1.ResourceFlavorReference][]string{}
+		for res, f := range psa.Flavors {
+			byFlavor[f] = append(byFlavor[f], string(res))
+		}
+		var flavors []string
+		for _, f := range slices.Sorted(maps.Keys(byFlavor)) {
+			slices.Sort(byFlavor[f])
+			flavors = append(flavors, fmt.Sprintf("%s on %s", strings.Join(byFlavor[f], ", "), f))
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d pods, %s", psa.Name, ptr.Deref(psa.Count, 0), strings.Join(flavors, "; ")))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,238 @@
+package jobframework
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// JobWithPodSetPaths is implemented by jobs that can say where each podset
+// is written, so that a refusal names the field a person changed.
+type JobWithPodSetPaths interface {
+	// PodSetPaths are the fields of a podset: its pod count and its pod
+	// template.
+	PodSetPaths(podSet string) (count, template *field.Path)
+}
+
+// validator refuses what would let a job escape its quota, and input that
+// cannot become a Workload, naming the field:
+//   - a job whose pod sets Berth cannot count;
+//   - while the job's Workload holds quota: a change or removal of its
+//     queue label, and a change of its pod sets (counts, requests, node
+//     selector, tolerations);
+//   - a suspend: false on a job whose Workload is not admitted.
+//
+// Berth's own writes (running the admitted job, stopping it, restoring its
+// templates) are not checked: the controller is the one that keeps these
+// rules. A change of a waiting job's pod sets is allowed: its Workload is
+// replaced (see JobReconciler).
+type validator struct {
+	client      client.Reader
+	integration *Integration
+	opts        Options
+}
+
+var _ admission.CustomValidator = (*validator)(nil) //nolint:staticcheck // see defaulter
+
+// ValidateCreate refuses a new job that cannot become a Workload.
+func (v *validator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+	job, err := v.wrap(obj)
+	if err != nil || !v.managed(job) {
+		return nil, err
+	}
+	_, errs := podSetsOf(job)
+	return nil, v.invalid(job, errs)
+}
+
+// ValidateUpdate refuses a change that the job's Workload cannot follow.
+func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	if req, err := admission.RequestFromContext(ctx); err == nil && v.fromController(req) {
+		return nil, nil
+	}
+	oldJob, err := v.wrap(oldObj)
+	if err != nil {
+		return nil, err
+	}
+	newJob, err := v.wrap(newObj)
+	if err != nil || (!v.managed(oldJob) && !v.managed(newJob)) {
+		return nil, err
+	}
+	wl, err := v.workloadOf(ctx, newJob)
+	if err != nil {
+		return nil, err
+	}
+	newPodSets, errs := podSetsOf(newJob)
+	errs = append(errs, queueLabelChange(oldJob, newJob, wl)...)
+	errs = append(errs, unadmittedStart(oldJob, newJob, wl)...)
+	if oldPodSets, oldErrs := podSetsOf(oldJob); len(oldErrs) == 0 && newPodSets != nil {
+		errs = append(errs, podSetsChange(newJob, oldPodSets, newPodSets, wl)...)
+	}
+	return nil, v.invalid(newJob, errs)
+}
+
+// ValidateDelete allows every deletion: the Workload goes with the job.
+func (v *validator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *validator) wrap(obj runtime.Object) (GenericJob, error) {
+	cobj, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object %T", obj)
+	}
+	return v.integration.Wrap(cobj)
+}
+
+func (v *validator) managed(job GenericJob) bool {
+	return QueueName(job.Object()) != "" || v.opts.ManageJobsWithoutQueueName
+}
+
+// fromController reports whether Berth's controller itself sent req.
+func (v *validator) fromController(req admission.Request) bool {
+	return v.opts.ControllerUsername != "" && req.UserInfo.Username == v.opts.ControllerUsername &&
+		req.Operation == admissionv1.Update
+}
+
+func (v *validator) workloadOf(ctx context.Context, job GenericJob) (*berthv1alpha1.Workload, error) {
+	obj := job.Object()
+	wl := &berthv1alpha1.Workload{}
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(v.integration.GVK, obj.GetName(), string(obj.GetUID()))}
+	if err := v.client.Get(ctx, key, wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return wl, nil
+}
+
+func (v *validator) invalid(job GenericJob, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(v.integration.GVK.GroupKind(), job.Object().GetName(), errs)
+}
+
+// podSetsOf is the job's pod sets, or why Berth cannot count them: the
+// integration's own reasons, and totals of a podset that do not fit in
+// Berth's 64-bit quota arithmetic.
+func podSetsOf(job GenericJob) ([]berthv1alpha1.PodSet, field.ErrorList) {
+	podSets, err := job.PodSets()
+	if err != nil {
+		if errs := fieldErrors(err); len(errs) > 0 {
+			return nil, errs
+		}
+		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+	}
+	var errs field.ErrorList
+	for i := range podSets {
+		ps := &podSets[i]
+		perPod := workload.PodRequests(&ps.Template.Spec)
+		for _, name := range perPod.Names() {
+			if total := resources.Mul(perPod[name], int64(ps.Count)); total == resources.Max {
+				_, tmpl := podSetPaths(job, ps.Name)
+				errs = append(errs, field.Invalid(tmpl.Child("spec", "containers").Key("resources.requests").Key(string(name)),
+					resources.Format(name, perPod[name]),
+					fmt.Sprintf("%d pods of podset %s would request more %s than Berth can count", ps.Count, ps.Name, name)))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return podSets, nil
+}
+
+// fieldErrors finds the field errors in err, an integration's.
+func fieldErrors(err error) field.ErrorList {
+	var list field.ErrorList
+	switch e := err.(type) {
+	case *field.Error:
+		list = append(list, e)
+	case interface{ Errors() []error }:
+		for _, inner := range e.Errors() {
+			list = append(list, fieldErrors(inner)...)
+		}
+	}
+	return list
+}
+
+func podSetPaths(job GenericJob, podSet string) (count, template *field.Path) {
+	if p, ok := job.(JobWithPodSetPaths); ok {
+		return p.PodSetPaths(podSet)
+	}
+	return field.NewPath("spec"), field.NewPath("spec")
+}
+
+// queueLabelChange refuses moving or removing a job that holds quota: its
+// Workload would finish in no queue's books, or in the wrong one.
+func queueLabelChange(oldJob, newJob GenericJob, wl *berthv1alpha1.Workload) field.ErrorList {
+	oldQ, newQ := QueueName(oldJob.Object()), QueueName(newJob.Object())
+	if oldQ == newQ || wl == nil || !workload.HasQuotaReservation(wl) {
+		return nil
+	}
+	path := field.NewPath("metadata", "labels").Key(berthv1alpha1.QueueNameLabel)
+	return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+		"cannot change while the job holds quota in ClusterQueue %s (Workload %s); stop the workload first (spec.active: false) and change it once it waits",
+		wl.Status.Admission.ClusterQueue, wl.Name))}
+}
+
+// unadmittedStart refuses a user's start of a job Berth has not admitted.
+func unadmittedStart(oldJob, newJob GenericJob, wl *berthv1alpha1.Workload) field.ErrorList {
+	if !oldJob.IsSuspended() || newJob.IsSuspended() {
+		return nil
+	}
+	if wl != nil && workload.IsAdmitted(wl) && !workload.IsEvicted(wl) && workload.IsActive(wl) {
+		return nil
+	}
+	why := "it has no Workload yet"
+	if wl != nil {
+		why = fmt.Sprintf("its Workload %s is not admitted", wl.Name)
+		if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil && c.Message != "" {
+			why += ": " + c.Message
+		}
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "suspend"),
+		"a job in a Berth queue runs only once admitted, and Berth starts it then; "+why)}
+}
+
+// podSetsChange refuses a change of the pod sets of a job that holds quota
+// or runs: the pods would ask for what was not admitted.
+func podSetsChange(job GenericJob, oldPodSets, newPodSets []berthv1alpha1.PodSet, wl *berthv1alpha1.Workload) field.ErrorList {
+	holds := wl != nil && workload.HasQuotaReservation(wl)
+	if !holds && job.IsSuspended() {
+		return nil
+	}
+	if len(oldPodSets) != len(newPodSets) {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "cannot change the number of pod sets while the job holds quota")}
+	}
+	why := "while the job runs"
+	if holds {
+		why = fmt.Sprintf("while the job holds quota in ClusterQueue %s (Workload %s)", wl.Status.Admission.ClusterQueue, wl.Name)
+	}
+	var errs field.ErrorList
+	for i := range newPodSets {
+		o, n := oldPodSets[i], newPodSets[i]
+		countPath, templatePath := podSetPaths(job, n.Name)
+		if o.Count != n.Count {
+			errs = append(errs, field.Forbidden(countPath, fmt.Sprintf(
+				"cannot change from %d to %d pods %s; stop the workload (spec.active: false), change the job while it waits, and resume it", o.Count, n.Count, why)))
+			n.Count = o.Count
+		}
+		if diff := workload.PodSetsDiffer([]berthv1alpha1.PodSet{o}, []berthv1alpha1.PodSet{n}); diff != "" {
+			errs = append(errs, field.Forbidden(templatePath, fmt.Sprintf("cannot change %s (%s)", why, diff)))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,83 @@
+package workload
+
+import (
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// Backoff is how long an evicted workload waits before it is queued again,
+// for the evictions that would repeat if it were queued at once (its pods
+// did not become ready in time): Base doubled for each such requeue before,
+// at most Max, and after Limit requeues it is deactivated instead. A zero
+// Base requeues at once.
+type Backoff struct {
+	Base, Max time.Duration
+	// Limit is how many requeues are allowed; nil for no limit.
+	Limit *int32
+}
+
+// backedOff are the eviction reasons that back off: evicting again at once
+// would only repeat the eviction. A preempted workload waits its turn in
+// the queue instead.
+var backedOff = map[string]bool{berthv1alpha1.ReasonPodsReadyTimeout: true}
+
+// RequeueDecision is when an evicted workload may be queued again, or
+// whether it must be deactivated.
+type RequeueDecision struct {
+	// At is when it may be considered again; nil for at once.
+	At *time.Time
+	// Deactivate is set when it exceeded the backoff's limit, with the
+	// message that says so.
+	Deactivate string
+}
+
+// NextRequeue decides how wl, evicted, is requeued at now. The jitter, up
+// to a tenth of the wait, comes from the workload's UID and requeue count,
+// so that workloads evicted together do not all return together, and so
+// that the same workload at the same count always waits as long.
+func NextRequeue(wl *berthv1alpha1.Workload, b Backoff, now time.Time) RequeueDecision {
+	ev := FindCondition(wl, berthv1alpha1.WorkloadEvicted)
+	if ev == nil || !backedOff[ev.Reason] || b.Base <= 0 {
+		return RequeueDecision{}
+	}
+	count := int32(0)
+	if rs := wl.Status.RequeueState; rs != nil {
+		count = ptr.Deref(rs.Count, 0)
+	}
+	if b.Limit != nil && count >= *b.Limit {
+		return RequeueDecision{Deactivate: fmt.Sprintf(
+			"Deactivated after %d requeues, the limit (waitForPodsReady.requeuingStrategy.backoffLimitCount); the last eviction (%s): %s. Set spec.active to true to queue it again",
+			count, ev.Reason, ev.Message)}
+	}
+	wait := b.Base
+	for range count {
+		if wait >= b.Max/2 {
+			wait = b.Max
+			break
+		}
+		wait *= 2
+	}
+	if b.Max > 0 {
+		wait = min(wait, b.Max)
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%d", wl.UID, count)
+	wait += time.Duration(int64(h.Sum32()%1000) * int64(wait) / 10000)
+	at := now.Add(wait).Truncate(time.Second)
+	return RequeueDecision{At: &at}
+}
+
+// WaitingForBackoff reports until when wl waits before it is queued again,
+// if it does.
+func WaitingForBackoff(wl *berthv1alpha1.Workload, now time.Time) (time.Time, bool) {
+	rs := wl.Status.RequeueState
+	if rs == nil || rs.RequeueAt == nil || !rs.RequeueAt.After(now) {
+		return time.Time{}, false
+	}
+	return rs.RequeueAt.Time, true
+}
