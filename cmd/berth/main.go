@@ -91,7 +91,10 @@ func run(configFile string, deviations manager.Deviations) error {
 }
 
 func managerOptions(cfg *configv1alpha1.Configuration, deviations manager.Deviations, restConfig *rest.Config, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) (ctrl.Options, error) {
-	cacheOpts, err := deviations.CacheOptions(restConfig, scheme)
+	cacheOpts, err := deviations.CacheOptions(restConfig, scheme, manager.Scope{
+		ValidatingWebhookConfiguration: cfg.InternalCertManagement.ValidatingWebhookConfigurationName,
+		MutatingWebhookConfiguration:   cfg.InternalCertManagement.MutatingWebhookConfigurationName,
+	})
 	if err != nil {
 		return ctrl.Options{}, err
 	}

@@ -18,7 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;patch
+// Only the configurations of the default configuration's names; the
+// controller's cache lists and watches them by name (ByObject in
+// pkg/manager), which is what resourceNames allows. Other names need the
+// role changed to match.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=berth-validating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=berth-mutating-webhook-configuration
 
 var _ reconcile.Reconciler = (*Manager)(nil)
 
@@ -49,13 +54,16 @@ func named(name string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
 }
 
-// Reconcile writes the CA bundle into both webhook configurations,
-// whichever of them changed. Before the first certificate it does nothing:
-// Start writes the bundle once there is one.
+// Reconcile brings the certificates up to date with the Secret and writes
+// the CA bundle into both webhook configurations, whichever of them
+// changed. A change is often another replica's write after it renewed the
+// certificates: reading the Secret first makes this replica adopt them
+// rather than write its own CA back. Before the first certificate it does
+// nothing: Start writes the bundle once there is one.
 func (m *Manager) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	select {
 	case <-m.ready:
-		return reconcile.Result{}, m.injectCABundles(ctx)
+		return reconcile.Result{}, m.ensure(ctx)
 	default:
 		return reconcile.Result{}, nil
 	}

@@ -124,20 +124,31 @@ func (m *Manager) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	return m.cert, nil
 }
 
-// CABundle returns the PEM CA certificate that the webhooks must trust, or
-// nil before the first certificate.
+// CABundle returns the PEM CA certificates that the webhooks must trust,
+// or nil before the first certificate.
 func (m *Manager) CABundle() []byte {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.bundle == nil {
 		return nil
 	}
-	return m.bundle.CA.CertPEM
+	return m.bundle.TrustedCAs()
 }
 
 // ensure brings the stored, written, served and trusted certificates to a
-// bundle that Plan accepts.
+// bundle that Plan accepts. A replica that loses the race to create the
+// Secret adopts the winner's at once: two replicas that served and trusted
+// CAs of their own would each write its own into the webhooks, in turn.
 func (m *Manager) ensure(ctx context.Context) error {
+	err := m.ensureOnce(ctx)
+	if errors.Is(err, errLostRace) {
+		ctrl.LoggerFrom(ctx).Info("Another replica stored the webhook certificates first; adopting them")
+		err = m.ensureOnce(ctx)
+	}
+	return err
+}
+
+func (m *Manager) ensureOnce(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx)
 	now := m.opts.Clock.Now()
 	secret, err := m.getSecret(ctx)

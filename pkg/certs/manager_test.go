@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 const (
@@ -122,7 +123,7 @@ func (e *testEnv) check(t *testing.T, m *Manager, wantSecret bool) *Bundle {
 	if err := e.client.Get(ctx, client.ObjectKey{Name: testMWC}, mwc); err != nil {
 		t.Fatal(err)
 	}
-	want := []webhookCA{{"a.berth.dev", b.CA.CertPEM}, {"b.berth.dev", b.CA.CertPEM}, {"c.berth.dev", b.CA.CertPEM}}
+	want := []webhookCA{{"a.berth.dev", b.TrustedCAs()}, {"b.berth.dev", b.TrustedCAs()}, {"c.berth.dev", b.TrustedCAs()}}
 	if diff := cmp.Diff(want, append(validatingWebhooks(vwc), mutatingWebhooks(mwc)...)); diff != "" {
 		t.Errorf("CA bundles (-want +got):\n%s", diff)
 	}
@@ -152,6 +153,65 @@ func TestManagerWithSecret(t *testing.T) {
 	withIP := env.check(t, env.replica(t, net.ParseIP("127.0.0.1")), true)
 	if string(withIP.Serving.CertPEM) == string(renewed.Serving.CertPEM) {
 		t.Error("the serving certificate was not reissued for the new IP")
+	}
+}
+
+// Two replicas agree on one CA: the one that loses the race to create the
+// Secret adopts the winner's, and after one renews the CA the other adopts
+// it on the webhook configurations' change, instead of writing its own CA
+// back. Both CAs are trusted meanwhile.
+func TestReplicasAgreeOnTheCA(t *testing.T) {
+	var patches int
+	env := newTestEnv(t, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	a := env.replica(t)
+	// b starts before the Secret exists, and loses the race to create it.
+	b := New(a.opts)
+	stale := true
+	b.client, b.reader = env.client, interceptor.NewClient(env.client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok && stale {
+				stale = false
+				return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	if err := b.ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := env.check(t, a, true)
+	if got := env.check(t, b, true); !cmp.Equal(first, got) {
+		t.Fatal("the replica that lost the race serves another bundle")
+	}
+
+	// Near the CA's expiry a renews everything; b is told by the change of
+	// the webhook configurations.
+	env.clock.SetTime(t0.Add(9 * 365 * day))
+	if err := a.ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := patches
+	for range 3 {
+		for _, m := range []*Manager{b, a} {
+			if _, err := m.Reconcile(context.Background(), reconcile.Request{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	renewed := env.check(t, a, true)
+	if got := env.check(t, b, true); !cmp.Equal(renewed, got) {
+		t.Error("after the renewal the replicas serve different bundles")
+	}
+	if string(renewed.CA.CertPEM) == string(first.CA.CertPEM) || string(renewed.PreviousCA) != string(first.CA.CertPEM) {
+		t.Error("the renewal did not keep the previous CA trusted beside the new one")
+	}
+	if patches != before {
+		t.Errorf("%d patches of the webhook configurations after both replicas agreed, want none", patches-before)
 	}
 }
 

@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -14,6 +15,20 @@ type Bundle struct {
 	// directory, which holds the CA certificate only.
 	CA      KeyPair
 	Serving KeyPair
+	// PreviousCA is the certificate of the CA this one replaced, while it
+	// is valid: the webhooks trust both, so that a replica that still
+	// serves a certificate of the old CA is not refused until it adopts
+	// the new one.
+	PreviousCA []byte
+}
+
+// TrustedCAs is the CA bundle the webhooks must trust for b: its CA, and
+// the one it replaced.
+func (b *Bundle) TrustedCAs() []byte {
+	if len(b.PreviousCA) == 0 {
+		return b.CA.CertPEM
+	}
+	return append(append(bytes.Clone(b.CA.CertPEM), '\n'), b.PreviousCA...)
 }
 
 // Action is what Plan decides to do with a bundle.
@@ -114,6 +129,11 @@ func renew(b *Bundle, action Action, sans SANs, now time.Time) (*Bundle, error) 
 			return nil, fmt.Errorf("generating the CA: %w", err)
 		}
 		next.CA = ca
+		if b != nil {
+			if old, err := parseCert(b.CA.CertPEM); err == nil && now.Before(old.NotAfter) {
+				next.PreviousCA = b.CA.CertPEM
+			}
+		}
 	}
 	serving, err := NewServing(next.CA, sans, now)
 	if err != nil {

@@ -2,6 +2,7 @@ package certs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -12,7 +13,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;create;update
+// A create cannot name the object it is allowed for; get and update can.
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=berth-system,resources=secrets,verbs=get;update,resourceNames=berth-webhook-server-cert
 
 // getSecret returns the certificate Secret, or nil when there is none.
 func (m *Manager) getSecret(ctx context.Context) (*corev1.Secret, error) {
@@ -49,6 +52,10 @@ func (m *Manager) stored(ctx context.Context, secret *corev1.Secret) *Bundle {
 	return b
 }
 
+// errLostRace is another replica writing the Secret between our read and
+// our write.
+var errLostRace = errors.New("lost the race to write the Secret")
+
 // persist stores b in the Secret. A Secret that cannot be created (e.g. in
 // a local cluster without the namespace) is logged and skipped: the
 // certificates then live in CertDir and memory only, which is enough for
@@ -65,7 +72,7 @@ func (m *Manager) persist(ctx context.Context, secret *corev1.Secret, b *Bundle)
 		err := m.client.Create(ctx, secret)
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			return fmt.Errorf("another replica created Secret %s/%s first: %w", secret.Namespace, secret.Name, err)
+			return fmt.Errorf("another replica created Secret %s/%s first: %w", secret.Namespace, secret.Name, errLostRace)
 		case err != nil:
 			ctrl.LoggerFrom(ctx).Info("Cannot store the webhook certificates in a Secret; keeping them in the certificate directory only",
 				"secret", secret.Namespace+"/"+secret.Name, "dir", m.opts.CertDir, "err", err.Error())
@@ -79,6 +86,9 @@ func (m *Manager) persist(ctx context.Context, secret *corev1.Secret, b *Bundle)
 	// concurrent renewal by another replica a conflict.
 	secret.Data = data
 	if err := m.client.Update(ctx, secret); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("another replica renewed Secret %s/%s first: %w", secret.Namespace, secret.Name, errLostRace)
+		}
 		return fmt.Errorf("storing the webhook certificates in Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
 	return nil

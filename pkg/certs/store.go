@@ -14,9 +14,12 @@ import (
 // tls.crt and tls.key are what controller-runtime's webhook server reads.
 const (
 	CACertName = "ca.crt"
-	caKeyName  = "ca.key"
-	CertName   = "tls.crt"
-	KeyName    = "tls.key"
+	// previousCAName holds, in the Secret only, the CA that ca.crt
+	// replaced.
+	previousCAName = "ca-previous.crt"
+	caKeyName      = "ca.key"
+	CertName       = "tls.crt"
+	KeyName        = "tls.key"
 )
 
 // bundleFromSecret reads a bundle from a Secret's data; Plan judges
@@ -26,18 +29,23 @@ func bundleFromSecret(s *corev1.Secret) *Bundle {
 		return nil
 	}
 	return &Bundle{
-		CA:      KeyPair{CertPEM: s.Data[CACertName], KeyPEM: s.Data[caKeyName]},
-		Serving: KeyPair{CertPEM: s.Data[CertName], KeyPEM: s.Data[KeyName]},
+		CA:         KeyPair{CertPEM: s.Data[CACertName], KeyPEM: s.Data[caKeyName]},
+		Serving:    KeyPair{CertPEM: s.Data[CertName], KeyPEM: s.Data[KeyName]},
+		PreviousCA: s.Data[previousCAName],
 	}
 }
 
 func secretData(b *Bundle) map[string][]byte {
-	return map[string][]byte{
+	data := map[string][]byte{
 		CACertName: b.CA.CertPEM,
 		caKeyName:  b.CA.KeyPEM,
 		CertName:   b.Serving.CertPEM,
 		KeyName:    b.Serving.KeyPEM,
 	}
+	if len(b.PreviousCA) > 0 {
+		data[previousCAName] = b.PreviousCA
+	}
+	return data
 }
 
 // readDir reads the bundle written by writeDir, or returns nil when the

@@ -1,7 +1,9 @@
 package manager
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -15,7 +17,7 @@ import (
 
 // CacheOptions is how Berth's manager caches objects: with the watches of
 // pkg/fastwatch for the kinds that change most.
-func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, error) {
+func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme, scope Scope) (cache.Options, error) {
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return cache.Options{}, err
@@ -40,19 +42,34 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme) (cache.Options, erro
 		// update that omits them keeps them on the server.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		NewInformer:      newInformer,
-		ByObject:         byObject(),
+		ByObject:         scope.byObject(),
 	}, nil
+}
+
+// Scope names the objects of kinds that Berth reads only one of: the
+// webhook configurations it writes its CA bundle into.
+type Scope struct {
+	ValidatingWebhookConfiguration, MutatingWebhookConfiguration string
 }
 
 // byObject restricts what the cache holds of kinds that Berth reads only
 // in part: of the pods, those of admitted workloads, which carry the
-// workload label. Quota is released when they are gone.
-func byObject() map[client.Object]cache.ByObject {
+// workload label (quota is released when they are gone); of the webhook
+// configurations, its own, listed and watched by name so that its role may
+// name them (resourceNames).
+func (s Scope) byObject() map[client.Object]cache.ByObject {
 	admitted, err := labels.NewRequirement(berthv1alpha1.WorkloadLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
-	return map[client.Object]cache.ByObject{
+	out := map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.NewSelector().Add(*admitted)},
 	}
+	if s.ValidatingWebhookConfiguration != "" {
+		out[&admissionregistrationv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.ValidatingWebhookConfiguration)}
+	}
+	if s.MutatingWebhookConfiguration != "" {
+		out[&admissionregistrationv1.MutatingWebhookConfiguration{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.MutatingWebhookConfiguration)}
+	}
+	return out
 }

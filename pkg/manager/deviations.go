@@ -72,11 +72,11 @@ func (d Deviations) Logger(log logr.Logger) logr.Logger {
 }
 
 // CacheOptions is how the manager caches objects.
-func (d Deviations) CacheOptions(cfg *rest.Config, scheme *k8sruntime.Scheme) (ctrlcache.Options, error) {
+func (d Deviations) CacheOptions(cfg *rest.Config, scheme *k8sruntime.Scheme, scope Scope) (ctrlcache.Options, error) {
 	if d.Stock {
-		return ctrlcache.Options{Scheme: scheme, DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: byObject()}, nil
+		return ctrlcache.Options{Scheme: scheme, DefaultTransform: ctrlcache.TransformStripManagedFields(), ByObject: scope.byObject()}, nil
 	}
-	return CacheOptions(cfg, scheme)
+	return CacheOptions(cfg, scheme, scope)
 }
 
 // MapperProvider is the manager's RESTMapper (ctrl.Options.MapperProvider).

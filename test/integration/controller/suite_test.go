@@ -70,7 +70,7 @@ func startManager() error {
 	if err := manager.AddToScheme(scheme, integrations); err != nil {
 		return err
 	}
-	cacheOpts, err := manager.Deviations{}.CacheOptions(cfg, scheme)
+	cacheOpts, err := manager.Deviations{}.CacheOptions(cfg, scheme, manager.Scope{})
 	if err != nil {
 		return err
 	}
