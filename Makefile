@@ -76,9 +76,10 @@ build: ## Build Berth's binaries into bin/.
 test: verify lint test-unit test-integration test-e2e ## Run every check and test.
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests of every module.
-	go test $(GO_TEST_FLAGS) ./apis/... ./pkg/... ./cmd/berth/... ./hack/... ./test/performance/...
-	cd cmd/berth-scheduler && go test $(GO_TEST_FLAGS) ./...
+test-unit: ## Run the unit tests of every module with the race detector, then every fuzz target for FUZZ_TIME (20s) each.
+	go test -race $(GO_TEST_FLAGS) ./apis/... ./pkg/... ./cmd/berth/... ./hack/... ./test/performance/...
+	cd cmd/berth-scheduler && go test -race $(GO_TEST_FLAGS) ./...
+	hack/fuzz.sh
 
 .PHONY: test-integration
 test-integration: ## Run the integration tests against a real kube-apiserver.

@@ -95,6 +95,13 @@ func (cq *ClusterQueue) Available(fr resources.FlavorResource) int64 {
 	return cq.available(fr)
 }
 
+// Capacity is the most of fr the queue could ever hold: what would be
+// available if no workload anywhere in its cohort tree held quota. A need
+// above it fits neither now nor by preempting.
+func (cq *ClusterQueue) Capacity(fr resources.FlavorResource) int64 {
+	return cq.capacity(fr)
+}
+
 // Fits reports whether u can be added to the queue's usage.
 func (cq *ClusterQueue) Fits(u resources.Usage) bool {
 	for fr, v := range u {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
@@ -111,6 +112,19 @@ func (s *Snapshot) Contains(cq berthv1alpha1.ClusterQueueReference, key string) 
 	}
 	_, ok := c.workloads.m[key]
 	return ok
+}
+
+// Held is the quota the workload with key holds in cq, nil when it holds
+// none.
+func (s *Snapshot) Held(cq berthv1alpha1.ClusterQueueReference, key string) resources.Usage {
+	c := s.ClusterQueues[cq]
+	if c == nil {
+		return nil
+	}
+	if info, ok := c.workloads.m[key]; ok {
+		return info.Usage
+	}
+	return nil
 }
 
 // MarkEvicting records in the snapshot that info was told to stop. Its

@@ -74,6 +74,20 @@ func (n *node) available(fr resources.FlavorResource) int64 {
 	return max(0, a)
 }
 
+// capacity is the most of fr that n could hold if nothing else in the tree
+// held any: available with no demand anywhere, within every borrowing
+// limit on the way up.
+func (n *node) capacity(fr resources.FlavorResource) int64 {
+	q := n.quota(fr)
+	if q == nil {
+		return 0
+	}
+	if n.parent == nil {
+		return q.guaranteed
+	}
+	return min(resources.Add(q.guaranteed, n.parent.capacity(fr)), resources.Add(q.subtree, q.borrowingLimit))
+}
+
 // addDemand adds delta to n's demand for fr and carries the change of what
 // n draws from its parent up the tree.
 func (n *node) addDemand(fr resources.FlavorResource, delta int64) {

@@ -429,6 +429,31 @@ func (m *Manager) Queued(key string, cq berthv1alpha1.ClusterQueueReference) boo
 	return m.where[key] == cq
 }
 
+// Overtaken reports whether key waits in cq behind another workload that
+// is tried before it and whose outcome decides whether key is tried at
+// all: the head of its bucket, or the head of a StrictFIFO queue.
+func (m *Manager) Overtaken(key string, cq berthv1alpha1.ClusterQueueReference) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[cq]
+	if q == nil || m.where[key] != cq {
+		return false
+	}
+	b := q.of[key]
+	if b == nil {
+		// Popped by the cycle under way.
+		return false
+	}
+	if b.head().Key != key {
+		return true
+	}
+	if q.strategy != berthv1alpha1.StrictFIFO {
+		return false
+	}
+	top, ok := q.ready.top()
+	return ok && top.head().Key != key
+}
+
 // Pending is the number of workloads waiting in a queue, set aside or not.
 func (m *Manager) Pending(cq berthv1alpha1.ClusterQueueReference) int {
 	m.mu.Lock()

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"regexp"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,4 +57,36 @@ func TestSaturatingArithmetic(t *testing.T) {
 			}
 		})
 	}
+}
+
+var plainQuantity = regexp.MustCompile(`^[0-9]{1,20}(\.[0-9]{1,6})?([mkMGTPE]|[KMGTPE]i|[eE][0-9]{1,2})?$`)
+
+// FuzzValue: whatever quantity a user writes, its canonical value is never
+// negative for a non-negative quantity and keeps the quantities' order:
+// no quota or request wraps around to look small.
+func FuzzValue(f *testing.F) {
+	for _, s := range []string{"1", "500m", "1E", "16Ei", "9223372036854775807", "9223372036854776", "1.5", "0.001", "8Gi", "1e3"} {
+		f.Add(s, "2")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		// Quantities as people write them; an exponent of millions of
+		// digits makes apimachinery's own parser take forever.
+		if !plainQuantity.MatchString(a) || !plainQuantity.MatchString(b) {
+			return
+		}
+		qa, errA := resource.ParseQuantity(a)
+		qb, errB := resource.ParseQuantity(b)
+		if errA != nil || errB != nil || qa.Sign() < 0 || qb.Sign() < 0 {
+			return
+		}
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, "nvidia.com/gpu"} {
+			va, vb := Value(name, qa), Value(name, qb)
+			if va < 0 || vb < 0 {
+				t.Fatalf("Value(%s, %s) = %d, Value(%s, %s) = %d: negative", name, a, va, name, b, vb)
+			}
+			if qa.Cmp(qb) < 0 && va > vb {
+				t.Fatalf("%s < %s but Value(%s) %d > %d", a, b, name, va, vb)
+			}
+		}
+	})
 }

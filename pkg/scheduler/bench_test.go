@@ -115,13 +115,13 @@ func BenchmarkDrain(b *testing.B) {
 }
 
 // BenchmarkPreemption fills every queue with low-priority workloads and
-// queues high-priority ones that each need two victims; a cycle preempts,
-// the victims are removed as the controllers would, and a second cycle
-// admits the preemptors.
+// queues one high-priority one per queue that needs two victims (a queue
+// has one preemptor per cycle); a cycle preempts, the victims are removed
+// as the controllers would, and a second cycle admits the preemptors.
 func BenchmarkPreemption(b *testing.B) {
 	const perQueue = 10
 	low := benchWorkloads(benchQueues*perQueue, 0, "1")
-	high := benchWorkloads(benchQueues*perQueue/2, 10, "2")
+	high := benchWorkloads(benchQueues, 10, "2")
 	var decisions int
 	var elapsed time.Duration
 	for i := 0; i < b.N; i++ {

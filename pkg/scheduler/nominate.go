@@ -14,22 +14,61 @@ import (
 // preemptor needs counts as used for every head but the preemptor itself.
 // A reservation never admits anything, so it cannot overcommit; it only
 // holds quota back until the preemptor is popped again and decides anew.
+//
+// What the victims still hold is not reserved again: until they release
+// it, it is in use already, and counted twice it would take from the
+// cohort the quota other queues may use meanwhile, so that a queue
+// reclaiming its own quota would wait on a reservation for room the
+// victims occupy. The reservation grows as the victims release.
 type nomination struct {
 	clusterQueue berthv1alpha1.ClusterQueueReference
-	usage        resources.Usage
+	// want is what the preemptor needs.
+	want    resources.Usage
+	victims []victim
+	// held is what is reserved in the current snapshot.
+	held resources.Usage
+}
+
+// victim is a workload a nominee preempted, in the queue it holds quota in.
+type victim struct {
+	key          string
+	clusterQueue berthv1alpha1.ClusterQueueReference
+}
+
+// toHold is what n must hold back now: what it wants, less what its
+// victims still hold of the same flavors and resources.
+func (c *cycle) toHold(n *nomination) resources.Usage {
+	out := make(resources.Usage, len(n.want))
+	for fr, v := range n.want {
+		out[fr] = v
+	}
+	for _, vic := range n.victims {
+		for fr, v := range c.snap.Held(vic.clusterQueue, vic.key) {
+			if r, ok := out[fr]; ok {
+				out[fr] = max(0, r-v)
+			}
+		}
+	}
+	return out
 }
 
 // applyNominations adds the reservations still standing to the cycle's
 // snapshot. A nominee that is no longer queued (deleted, admitted
-// elsewhere, moved) gives its reservation up.
+// elsewhere, moved) gives its reservation up, and so does one that a
+// workload of higher priority overtook, at the head of its bucket or of
+// its StrictFIFO queue: the nominee is not tried until that one goes, and
+// its reservation would keep that one from going. As with kube-scheduler's
+// nominated pods, the room goes to the higher priority; the nominee makes
+// room again when its turn comes.
 func (c *cycle) applyNominations() {
 	for key, n := range c.nominated {
 		cq := c.snap.ClusterQueues[n.clusterQueue]
-		if cq == nil || !c.queues.Queued(key, n.clusterQueue) {
+		if cq == nil || !c.queues.Queued(key, n.clusterQueue) || c.queues.Overtaken(key, n.clusterQueue) {
 			delete(c.nominated, key)
 			continue
 		}
-		cq.Reserve(n.usage)
+		n.held = c.toHold(n)
+		cq.Reserve(n.held)
 	}
 }
 
@@ -38,15 +77,16 @@ func (c *cycle) release(key string) {
 	if n, ok := c.nominated[key]; ok {
 		delete(c.nominated, key)
 		if cq := c.snap.ClusterQueues[n.clusterQueue]; cq != nil {
-			cq.Unreserve(n.usage)
+			cq.Unreserve(n.held)
 		}
 	}
 }
 
-// reserve nominates e's head, which made room by preemption and waits for
-// it, for the rest of the cycle and the next ones.
-func (c *cycle) reserve(e *entry) {
-	u := e.assignment.Usage
-	c.nominated[e.head.Info.Key] = nomination{clusterQueue: e.head.ClusterQueue, usage: u}
-	e.cq.Reserve(u)
+// reserve nominates e's head, which made room by preempting victims and
+// waits for it, for the rest of the cycle and the next ones.
+func (c *cycle) reserve(e *entry, victims []victim) {
+	n := &nomination{clusterQueue: e.head.ClusterQueue, want: e.assignment.Usage, victims: victims}
+	n.held = c.toHold(n)
+	c.nominated[e.head.Info.Key] = n
+	e.cq.Reserve(n.held)
 }

@@ -9,6 +9,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/scheduler/flavorassigner"
 	"github.com/berth-dev/berth/pkg/scheduler/preemption"
 )
 
@@ -34,6 +35,12 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		}
 	}
 	if len(targets) == 0 {
+		if a := flavorassigner.AssignWithoutPreemption(c.snap, e.cq, info); a.Mode >= flavorassigner.Borrow {
+			// A later flavor has room.
+			e.assignment = a
+			c.admit(ctx, e)
+			return
+		}
 		msg := "The workload does not fit, and no workload may be preempted to make room: " + e.assignment.Message()
 		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueInadmissible)
 		return
@@ -82,7 +89,13 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	}
 	if failed < len(targets) {
 		// Some room is on its way: hold it for this head.
-		c.reserve(e)
+		victims := make([]victim, 0, len(targets))
+		for i, t := range targets {
+			if errs[i] == nil {
+				victims = append(victims, victim{key: t.Info.Key, clusterQueue: t.Info.ClusterQueue})
+			}
+		}
+		c.reserve(e, victims)
 	}
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.blocked[e.head.ClusterQueue] = true

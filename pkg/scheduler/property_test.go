@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -56,7 +58,111 @@ func runScenario(seed int64, steps, parallelism int) error {
 		}
 		s.settle(4)
 	}
+	return s.checkLiveness(ctx)
+}
+
+// checkLiveness stops arrivals and finishes, lets the scheduler run until
+// it decides nothing for three cycles in a row (at most 40 cycles), and
+// then checks that no workload waits that fits in its ClusterQueue's own
+// unused nominal quota, and in its cohort tree, without preempting
+// anything: such a workload must have been admitted. In a StrictFIFO
+// queue only the head is checked.
+func (s *sim) checkLiveness(ctx context.Context) error {
+	quiet := 0
+	for cycle := 0; quiet < 3; cycle++ {
+		if cycle == 40 {
+			return fmt.Errorf("the scheduler still decides after 40 cycles without arrivals or finishes: admitted %v, preempted %+v", sortedKeys(s.admitted), s.preempted)
+		}
+		s.now = s.now.Add(time.Minute)
+		s.admitted, s.preempted = map[string]*berthv1alpha1.Admission{}, nil
+		s.sched.Schedule(ctx)
+		if len(s.admitted)+len(s.preempted) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		s.applyDecisions()
+		s.settle(1 << 30)
+	}
+	for _, key := range sortedKeys(s.objs) {
+		w := s.objs[key]
+		if workload.HasQuotaReservation(w) {
+			continue
+		}
+		cq := s.cqs[s.cqOf[key]]
+		if cq.Spec.QueueingStrategy == berthv1alpha1.StrictFIFO {
+			if order := s.queues.Order(berthv1alpha1.ClusterQueueReference(cq.Name)); len(order) == 0 || order[0] != key {
+				continue
+			}
+		}
+		ps := w.Spec.PodSets[0]
+		need := int64(ptr.Deref(ps.MinCount, ps.Count)) * quantity(ps.Template.Spec.Containers[0].Resources.Requests["gpu"])
+		for _, f := range cq.Spec.ResourceGroups[0].Flavors {
+			if free := s.freeWithoutPreemption(cq, f); need <= free {
+				return fmt.Errorf("%s waits for %d gpu of flavor %s although %s has %d free without preempting; the scheduler says: %s; queue %+v",
+					key, need, f.Name, cq.Name, free, s.pendingMsg[key], cq.Spec)
+			}
+		}
+	}
 	return nil
+}
+
+// freeWithoutPreemption is how much of flavor f's quota cq may take now
+// within its nominal quota: its own unused nominal, and no more than its
+// cohort tree has unused (the other queues' guaranteed quota counted as
+// used), recomputed from the admissions.
+func (s *sim) freeWithoutPreemption(cq *berthv1alpha1.ClusterQueue, f berthv1alpha1.FlavorQuotas) int64 {
+	used := func(name berthv1alpha1.ClusterQueueReference) int64 {
+		var u int64
+		for k, w := range s.objs {
+			if adm := w.Status.Admission; adm != nil && workload.HasQuotaReservation(w) && s.cqOf[k] == name {
+				for _, psa := range adm.PodSetAssignments {
+					if psa.Flavors["gpu"] == f.Name {
+						u += quantity(psa.ResourceUsage["gpu"])
+					}
+				}
+			}
+		}
+		return u
+	}
+	own := quantity(f.Resources[0].NominalQuota) - used(berthv1alpha1.ClusterQueueReference(cq.Name))
+	tree := s.treeOf(cq)
+	if tree == "" {
+		return own
+	}
+	total, taken := int64(0), used(berthv1alpha1.ClusterQueueReference(cq.Name))
+	for name, other := range s.cqs {
+		if s.treeOf(other) != tree {
+			continue
+		}
+		for _, of := range other.Spec.ResourceGroups[0].Flavors {
+			if of.Name != f.Name {
+				continue
+			}
+			r := of.Resources[0]
+			total += quantity(r.NominalQuota)
+			if name == berthv1alpha1.ClusterQueueReference(cq.Name) {
+				continue
+			}
+			guaranteed := int64(0)
+			if r.LendingLimit != nil {
+				guaranteed = quantity(r.NominalQuota) - quantity(*r.LendingLimit)
+			}
+			taken += max(used(name), guaranteed)
+		}
+	}
+	if tree == "root" {
+		for _, c := range s.cohorts {
+			for _, g := range c.Spec.ResourceGroups {
+				for _, cf := range g.Flavors {
+					if cf.Name == f.Name {
+						total += quantity(cf.Resources[0].NominalQuota)
+					}
+				}
+			}
+		}
+	}
+	return min(own, total-taken)
 }
 
 // strictOrders snapshots the order of every StrictFIFO queue.

@@ -19,7 +19,7 @@ type Scheduler struct {
 	// parallelism is how many admission writes go out at once.
 	parallelism int
 	// nominated are the preemptors waiting for their victims, by key.
-	nominated map[string]nomination
+	nominated map[string]*nomination
 }
 
 // Option configures a Scheduler.
@@ -38,7 +38,7 @@ func WithParallelism(n int) Option {
 
 // New returns a Scheduler.
 func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler {
-	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now, parallelism: 1, nominated: map[string]nomination{}}
+	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now, parallelism: 1, nominated: map[string]*nomination{}}
 	for _, o := range opts {
 		o(s)
 	}

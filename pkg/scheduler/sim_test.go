@@ -46,6 +46,9 @@ type sim struct {
 	finished int
 	nextID   int
 	flavors  []string
+	// pendingMsg is the last reason to wait the scheduler gave each
+	// workload.
+	pendingMsg map[string]string
 }
 
 type preemptionEvent struct {
@@ -81,7 +84,11 @@ func (s *sim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg
 	return nil
 }
 
-func (s *sim) SetPending(*berthv1alpha1.Workload, string, string) {}
+func (s *sim) SetPending(wl *berthv1alpha1.Workload, _, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pendingMsg[workload.Key(wl)] = msg
+}
 
 // newSim builds a random scenario; parallelism is the scheduler's.
 func newSim(seed int64, parallelism int) *sim {
@@ -90,7 +97,7 @@ func newSim(seed int64, parallelism int) *sim {
 		seed: seed, rng: rng, cache: cache.New(), queues: queue.NewManager(), now: utiltesting.BaseTime,
 		cqs:  map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue{},
 		objs: map[string]*berthv1alpha1.Workload{}, cqOf: map[string]berthv1alpha1.ClusterQueueReference{},
-		pairs: map[string]int{}, flavors: []string{"f0", "f1"},
+		pairs: map[string]int{}, flavors: []string{"f0", "f1"}, pendingMsg: map[string]string{},
 	}
 	s.sched = New(s.cache, s.queues, s, WithClock(func() time.Time { return s.now }), WithParallelism(parallelism))
 	for _, f := range s.flavors {
@@ -204,6 +211,12 @@ func (s *sim) applyDecisions() {
 		w.Status.Admission = adm
 		setCond(w, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, s.now)
 		setCond(w, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, s.now)
+		// As workload.Admit: no longer evicted.
+		for _, typ := range []string{berthv1alpha1.WorkloadEvicted, berthv1alpha1.WorkloadPreempted, berthv1alpha1.WorkloadRequeued} {
+			if workload.FindCondition(w, typ) != nil {
+				setCond(w, typ, metav1.ConditionFalse, s.now)
+			}
+		}
 		s.objs[key] = w
 		s.cache.AddOrUpdateWorkload(w)
 	}

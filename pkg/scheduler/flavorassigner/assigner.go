@@ -15,7 +15,20 @@ import (
 // which may need preemption. Partial admission is not combined with
 // preemption.
 func Assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info) *Assignment {
-	full := assign(s, cq, wl, scale{})
+	return assignCounts(s, cq, wl, true)
+}
+
+// AssignWithoutPreemption is Assign for when preempting found no victims:
+// a flavor that needs preemption does not fit, so the search goes on to
+// the next flavor even where the queue's whenCanPreempt would stop it.
+// Without it, a workload that preempting cannot help would wait in its
+// first flavor forever beside a later one that has room.
+func AssignWithoutPreemption(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info) *Assignment {
+	return assignCounts(s, cq, wl, false)
+}
+
+func assignCounts(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, preempt bool) *Assignment {
+	full := assign(s, cq, wl, scale{}, preempt)
 	if full.Mode >= Borrow || !partial(wl) {
 		return full
 	}
@@ -26,7 +39,9 @@ func Assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info) *Assig
 	var best *Assignment
 	for lo <= hi {
 		sc.k = (lo + hi) / 2
-		a := assign(s, cq, wl, sc)
+		// Partial admission never preempts: a flavor it would need
+		// preemption in does not stop the search.
+		a := assign(s, cq, wl, sc, false)
 		if a.Mode >= Borrow {
 			best, lo = a, sc.k+1
 		} else {
@@ -69,10 +84,13 @@ type assigner struct {
 	s  *cache.Snapshot
 	cq *cache.ClusterQueue
 	a  *Assignment
+	// preempt is false when preemption is ruled out: Preempt counts as
+	// NoFit.
+	preempt bool
 }
 
-func assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, sc scale) *Assignment {
-	as := &assigner{s: s, cq: cq, a: &Assignment{
+func assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, sc scale, preempt bool) *Assignment {
+	as := &assigner{s: s, cq: cq, preempt: preempt, a: &Assignment{
 		PodSets: make([]PodSetAssignment, len(wl.PodSets)),
 		Usage:   make(resources.Usage, len(wl.PodSets)*2),
 		Mode:    Fit,
@@ -205,6 +223,9 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 		}
 		fr := resources.FlavorResource{Flavor: f, Resource: r}
 		m := as.resourceMode(fr, need+as.a.Usage[fr])
+		if m == Preempt && !as.preempt {
+			m = NoFit
+		}
 		if m < Fit {
 			as.a.misses = append(as.a.misses, miss{kind: missQuota, podSet: ps.Name, flavor: f, resource: r, need: need, detail: as.cq.Detail(fr)})
 		}
@@ -221,6 +242,11 @@ func (as *assigner) resourceMode(fr resources.FlavorResource, need int64) Mode {
 			return Fit
 		}
 		return Borrow
+	}
+	if need > cq.Capacity(fr) {
+		// Not even with every other workload of the tree gone: preempting
+		// would free nothing it could use.
+		return NoFit
 	}
 	p := cq.Preemption
 	if need <= cq.Nominal(fr) && (p.WithinClusterQueue != berthv1alpha1.PreemptionPolicyNever || p.ReclaimWithinCohort != berthv1alpha1.PreemptionPolicyNever) {
