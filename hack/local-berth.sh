@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # (Re)starts the Berth controller of the local cluster as a local process,
 # built from this tree, and waits until its webhooks answer.
+#
+# BERTH_REPLICA=N starts another replica beside it instead, with its own
+# ports (webhook 9450+N, metrics 18080+2N, probes 18081+2N), log and pid
+# under _output/local/berth-N: the high-availability tests run two, behind
+# a proxy on 9443 that stands in for the Service of a cluster.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=$ROOT/_output/local/berth
+REPLICA=${BERTH_REPLICA:-}
+OUT=$ROOT/_output/local/berth${REPLICA:+-$REPLICA}
+CONFIG=$ROOT/config/local/berth.yaml
 export KUBECONFIG=$ROOT/_output/local/kubeconfig
 KUBECTL=("$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG")
 mkdir -p "$OUT"
@@ -25,6 +32,14 @@ account=berth-system:berth-controller
 # kubectl config has no command for "as"; its minified output has one user.
 "${KUBECTL[@]}" config view --raw --minify | sed "/^  user:\$/a\\    as: system:serviceaccount:${account}" >"$OUT/kubeconfig"
 grep -q "^    as: system:serviceaccount:${account}\$" "$OUT/kubeconfig"
+if [[ -n $REPLICA ]]; then
+	CONFIG=$OUT/berth.yaml
+	sed -e "s#port: 9443#port: $((9450 + REPLICA))#" \
+		-e "s#127.0.0.1:18080#127.0.0.1:$((18080 + 2 * REPLICA))#" \
+		-e "s#127.0.0.1:18081#127.0.0.1:$((18081 + 2 * REPLICA))#" \
+		-e "s#certDir: _output/local/berth/certs#certDir: ${OUT#"$ROOT"/}/certs#" \
+		"$ROOT/config/local/berth.yaml" >"$CONFIG"
+fi
 
 echo "local-up: building and starting the Berth controller"
 (cd "$ROOT" && go build -o bin/berth ./cmd/berth)
@@ -33,7 +48,7 @@ if [[ -f $OUT/pid ]]; then
 	while kill -0 "$(cat "$OUT/pid")" 2>/dev/null; do sleep 0.2; done
 fi
 # BERTH_LOG_LEVEL=3 logs every scheduling decision.
-(cd "$ROOT" && KUBECONFIG=$OUT/kubeconfig exec nohup bin/berth --config config/local/berth.yaml --zap-log-level="${BERTH_LOG_LEVEL:-info}" >>"$OUT/berth.log" 2>&1) &
+(cd "$ROOT" && KUBECONFIG=$OUT/kubeconfig exec nohup bin/berth --config "$CONFIG" --zap-log-level="${BERTH_LOG_LEVEL:-info}" >>"$OUT/berth.log" 2>&1) &
 echo $! >"$OUT/pid"
 
 # Ready when a queued Job is held by the webhook: the controller runs, has
@@ -42,7 +57,7 @@ probe='{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"probe","namespa
 "spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}'
 for _ in $(seq 120); do
 	if suspend=$(echo "$probe" | "${KUBECTL[@]}" create --dry-run=server -o jsonpath='{.spec.suspend}' -f - 2>/dev/null) && [[ $suspend == true ]]; then
-		echo "local-up: the Berth controller is up; its log is _output/local/berth/berth.log"
+		echo "local-up: the Berth controller is up; its log is ${OUT#"$ROOT"/}/berth.log"
 		exit 0
 	fi
 	if ! kill -0 "$(cat "$OUT/pid")" 2>/dev/null; then

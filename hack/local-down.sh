@@ -5,9 +5,9 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export KWOK_WORKDIR=$ROOT/_output/local/kwok
-for component in berth jobset; do
-	if [[ -f $ROOT/_output/local/$component/pid ]]; then
-		kill "$(cat "$ROOT/_output/local/$component/pid")" 2>/dev/null || true
+for pidfile in "$ROOT"/_output/local/{berth,berth-*,jobset}/pid; do
+	if [[ -f $pidfile ]]; then
+		kill "$(cat "$pidfile")" 2>/dev/null || true
 	fi
 done
 if [[ -x $ROOT/bin/kwokctl ]]; then
@@ -18,6 +18,8 @@ fi
 pkill -f "$KWOK_WORKDIR" 2>/dev/null || true
 pkill -f "$ROOT/bin/berth " 2>/dev/null || true
 pkill -f "bin/berth --config config/local" 2>/dev/null || true
+pkill -f "bin/berth --config $ROOT/config/local" 2>/dev/null || true
+pkill -f "bin/berth --config $ROOT/_output/local/berth-" 2>/dev/null || true
 pkill -f "bin/jobset-controller --config config/local" 2>/dev/null || true
 rm -rf "$ROOT/_output/local"
 echo "local-down: the local cluster is stopped"

@@ -75,6 +75,16 @@ func run(configFile string, deviations manager.Deviations) error {
 	if err != nil {
 		return err
 	}
+	var fence *manager.Fence
+	if opts.LeaderElection {
+		// Only the leader writes Workloads, queues and jobs, and only while
+		// its lease is surely its own.
+		fence = manager.NewFence(*opts.LeaseDuration)
+		if opts.LeaderElectionResourceLockInterface, err = fence.NewLeaseLock(restConfig, opts.LeaderElectionNamespace, opts.LeaderElectionID, *opts.RenewDeadline); err != nil {
+			return err
+		}
+		restConfig.Wrap(fence.WrapTransport)
+	}
 	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		return err
@@ -87,7 +97,12 @@ func run(configFile string, deviations manager.Deviations) error {
 		return err
 	}
 	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks, "procs", runtime.GOMAXPROCS(0), "stock", deviations.Stock)
-	return mgr.Start(ctx)
+	err = mgr.Start(ctx)
+	if fence != nil {
+		refused, late := fence.Counts()
+		ctrl.Log.Info("The leader's writes past its lease", "refused", refused, "writtenLate", late)
+	}
+	return err
 }
 
 func managerOptions(cfg *configv1alpha1.Configuration, deviations manager.Deviations, restConfig *rest.Config, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) (ctrl.Options, error) {

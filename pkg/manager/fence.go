@@ -1,0 +1,174 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Fence keeps a replica that may have lost its lease from writing what
+// only the leader writes. client-go's leader election notices a lost lease
+// only when it next tries to renew: a leader that was paused (SIGSTOP, a
+// long garbage collection, a frozen VM) for longer than the lease resumes
+// believing it leads, while another replica already does, and the writes
+// it had under way go out. The fence counts the lease as held only until
+// leaseDuration after the start of its last successful renewal, by the
+// monotonic clock, which runs on while the process is paused: no other
+// replica can take the lease before then. Past that, it refuses the
+// leader's writes (Workloads, queues, jobs) until the lease is renewed, and
+// counts a write allowed before that whose request was written out only
+// after it: the process was paused between the check and the write. That
+// is the one window the fence cannot close; it is microseconds wide.
+type Fence struct {
+	leaseDuration time.Duration
+	// now is the clock; tests set it.
+	now func() time.Time
+
+	mu        sync.Mutex
+	renewedAt time.Time
+
+	refused, late atomic.Int64
+}
+
+// holdsFor is how close to its end the fence still counts the lease as
+// held: a write allowed just before the lease ends still has a second to
+// reach the API server, which a busy API server may need.
+const holdsFor = time.Second
+
+// NewFence returns a fence for a lease of leaseDuration.
+func NewFence(leaseDuration time.Duration) *Fence {
+	return &Fence{leaseDuration: leaseDuration, now: time.Now}
+}
+
+// Holds reports whether the lease is surely still this replica's at now.
+func (f *Fence) Holds(now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.renewedAt.IsZero() && now.Sub(f.renewedAt) < f.leaseDuration-min(holdsFor, f.leaseDuration/2)
+}
+
+// expired reports whether the lease may belong to another replica at now.
+func (f *Fence) expired(now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.renewedAt.IsZero() || now.Sub(f.renewedAt) >= f.leaseDuration
+}
+
+func (f *Fence) renewed(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if at.After(f.renewedAt) {
+		f.renewedAt = at
+	}
+}
+
+// Counts are the writes refused near or past the end of the lease, and
+// those written out after the lease could have passed to another replica.
+func (f *Fence) Counts() (refused, late int64) { return f.refused.Load(), f.late.Load() }
+
+// NewLeaseLock is the Lease lock of leader election, as controller-runtime
+// makes it (a unique identity, a client that times out within the renew
+// deadline), wrapped by Lock.
+func (f *Fence) NewLeaseLock(cfg *rest.Config, namespace, name string, renewDeadline time.Duration) (resourcelock.Interface, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	cfg.Timeout = max(renewDeadline/2, time.Second)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, cs.CoreV1(), cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())})
+	if err != nil {
+		return nil, err
+	}
+	return f.Lock(inner), nil
+}
+
+// Lock wraps the leader election's lock so that the fence learns of every
+// renewal this replica makes.
+func (f *Fence) Lock(inner resourcelock.Interface) resourcelock.Interface {
+	return &fencedLock{Interface: inner, fence: f}
+}
+
+type fencedLock struct {
+	resourcelock.Interface
+	fence *Fence
+}
+
+// Create takes the lease.
+func (l *fencedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := l.fence.now()
+	err := l.Interface.Create(ctx, ler)
+	if err == nil && ler.HolderIdentity == l.Identity() {
+		l.fence.renewed(start)
+	}
+	return err
+}
+
+// Update renews the lease, or gives it up.
+func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := l.fence.now()
+	err := l.Interface.Update(ctx, ler)
+	if err == nil && ler.HolderIdentity == l.Identity() {
+		l.fence.renewed(start)
+	}
+	return err
+}
+
+// WrapTransport is a rest.Config.WrapTransport that fences the leader's
+// writes: Workloads and Berth's other kinds, Jobs and JobSets. The other
+// writes go through: every replica writes events, its certificates and
+// the CA bundle, and the lease itself is how it stays leader.
+func (f *Fence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if !leaderWrite(req) {
+			return rt.RoundTrip(req)
+		}
+		if !f.Holds(f.now()) {
+			f.refused.Add(1)
+			return nil, fmt.Errorf("refusing to %s %s: this replica's lease may have passed to another", req.Method, req.URL.Path)
+		}
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+			if f.expired(f.now()) {
+				f.late.Add(1)
+			}
+		}}
+		return rt.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return rt(req) }
+
+// leaderGroups are the API groups that only the leader writes.
+var leaderGroups = []string{"/apis/berth.dev/", "/apis/batch/", "/apis/jobset.x-k8s.io/"}
+
+func leaderWrite(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return false
+	}
+	for _, g := range leaderGroups {
+		if strings.HasPrefix(req.URL.Path, g) {
+			return true
+		}
+	}
+	return false
+}
