@@ -154,6 +154,7 @@ func (f *Fence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
 
 type roundTripper func(*http.Request) (*http.Response, error)
 
+// RoundTrip calls rt.
 func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return rt(req) }
 
 // leaderGroups are the API groups that only the leader writes.

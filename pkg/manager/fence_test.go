@@ -15,7 +15,7 @@ type lock struct{ resourcelock.Interface }
 
 func (lock) Create(context.Context, resourcelock.LeaderElectionRecord) error { return nil }
 func (lock) Update(context.Context, resourcelock.LeaderElectionRecord) error { return nil }
-func (lock) Identity() string                                                 { return "me" }
+func (lock) Identity() string                                                { return "me" }
 
 func TestFence(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
