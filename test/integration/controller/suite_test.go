@@ -57,8 +57,9 @@ func TestMain(m *testing.M) {
 
 // startManager runs a new controller manager, as a new process of Berth
 // would: empty caches, every object loaded from the API server. It runs
-// with the permissions of config/rbac/role.yaml and no others.
-func startManager() error {
+// with the permissions of config/rbac/role.yaml and no others. tune
+// changes the default options, for a test that needs others.
+func startManager(tune ...func(*manager.Options)) error {
 	cfg, err := server.ControllerConfig(context.Background())
 	if err != nil {
 		return err
@@ -91,10 +92,14 @@ func startManager() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err = manager.Setup(ctx, mgr, manager.Options{
+	opts := manager.Options{
 		Controllers:  controller.Options{WorkloadConcurrency: 4},
 		Integrations: integrations,
-	})
+	}
+	for _, t := range tune {
+		t(&opts)
+	}
+	err = manager.Setup(ctx, mgr, opts)
 	if err != nil {
 		cancel()
 		return err
