@@ -54,20 +54,7 @@ func buildTree(in treeInputs) *tree {
 		}
 		return c
 	}
-	for _, name := range sortedKeys(in.cohorts) {
-		obj := in.cohorts[name]
-		c := cohortOf(name)
-		c.setQuotas(obj.Spec.ResourceGroups)
-		if p := obj.Spec.ParentName; p != "" {
-			parent := cohortOf(p)
-			if parent.hasAncestor(c) {
-				markCycle(c, parent)
-			} else {
-				c.parent = parent
-				parent.ChildCohorts = append(parent.ChildCohorts, c)
-			}
-		}
-	}
+	t.linkCohorts(in.cohorts, cohortOf)
 	for _, name := range sortedKeys(in.clusterQueues) {
 		obj := in.clusterQueues[name]
 		cq := newClusterQueue(obj, in.flavors)
@@ -103,6 +90,25 @@ func buildTree(in treeInputs) *tree {
 		}
 	}
 	return t
+}
+
+// linkCohorts gives each Cohort object its quota and its parent, leaving
+// out a link that would close a cycle.
+func (t *tree) linkCohorts(objs map[berthv1alpha1.CohortReference]*berthv1alpha1.Cohort, cohortOf func(berthv1alpha1.CohortReference) *Cohort) {
+	for _, name := range sortedKeys(objs) {
+		obj := objs[name]
+		c := cohortOf(name)
+		c.setQuotas(obj.Spec.ResourceGroups)
+		if p := obj.Spec.ParentName; p != "" {
+			parent := cohortOf(p)
+			if parent.hasAncestor(c) {
+				markCycle(c, parent)
+			} else {
+				c.parent = parent
+				parent.ChildCohorts = append(parent.ChildCohorts, c)
+			}
+		}
+	}
 }
 
 // markCycle records on every cohort of the cycle that c's parent link to

@@ -11,6 +11,7 @@ import (
 	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/scheduler/flavorassigner"
 	"github.com/berth-dev/berth/pkg/scheduler/preemption"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // preempt handles a head that fits only by preempting. The preemptor is
@@ -46,36 +47,8 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		return
 	}
 	c.preemptor[e.head.ClusterQueue] = info.Key
-	evicting, failed := 0, 0
-	errs := make([]error, len(targets))
-	var writes sync.WaitGroup
-	for i, t := range targets {
-		c.snap.Claim(t.Info.Key)
-		if t.Info.Evicting {
-			evicting++
-			continue
-		}
-		msg := fmt.Sprintf("Preempted to accommodate workload %s (priority %d) in ClusterQueue %s", info.Key, info.Priority, e.head.ClusterQueue)
-		if c.slots == nil {
-			errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg)
-			continue
-		}
-		// The victims are written together: one round trip per preemptor.
-		c.goWrite(&writes, func() { errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg) })
-	}
-	writes.Wait()
-	for i, t := range targets {
-		switch {
-		case t.Info.Evicting:
-		case errs[i] != nil:
-			logWriteError(logr.FromContextOrDiscard(ctx), errs[i], "Preempting workload", "workload", t.Info.Key, "preemptor", info.Key)
-			failed++
-		default:
-			c.cache.MarkEvicting(t.Info.Key)
-			c.snap.MarkEvicting(t.Info)
-			c.stats.Preempted++
-		}
-	}
+	errs := c.writePreemptions(ctx, e, targets)
+	evicting, failed, victims := c.settlePreemptions(ctx, info, targets, errs)
 	var msg string
 	rr := queue.RequeueWaiting
 	switch {
@@ -89,16 +62,55 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	}
 	if failed < len(targets) {
 		// Some room is on its way: hold it for this head.
-		victims := make([]victim, 0, len(targets))
-		for i, t := range targets {
-			if errs[i] == nil {
-				victims = append(victims, victim{key: t.Info.Key, clusterQueue: t.Info.ClusterQueue})
-			}
-		}
 		c.reserve(e, victims)
 	}
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
 		c.blocked[e.head.ClusterQueue] = true
 	}
 	c.setPending(ctx, e.head, berthv1alpha1.ReasonPending, msg, rr)
+}
+
+// writePreemptions claims the targets and writes the evictions of those
+// not already evicting, together: one round trip per preemptor. It returns
+// each write's error.
+func (c *cycle) writePreemptions(ctx context.Context, e *entry, targets []preemption.Target) []error {
+	info := e.head.Info
+	errs := make([]error, len(targets))
+	var writes sync.WaitGroup
+	for i, t := range targets {
+		c.snap.Claim(t.Info.Key)
+		if t.Info.Evicting {
+			continue
+		}
+		msg := fmt.Sprintf("Preempted to accommodate workload %s (priority %d) in ClusterQueue %s", info.Key, info.Priority, e.head.ClusterQueue)
+		if c.slots == nil {
+			errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg)
+			continue
+		}
+		c.goWrite(&writes, func() { errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg) })
+	}
+	writes.Wait()
+	return errs
+}
+
+// settlePreemptions marks the written evictions in the cache and the
+// snapshot, and counts the targets already evicting and the failed
+// writes. victims are the targets whose quota is on its way back.
+func (c *cycle) settlePreemptions(ctx context.Context, preemptor *workload.Info, targets []preemption.Target, errs []error) (evicting, failed int, victims []victim) {
+	for i, t := range targets {
+		switch {
+		case t.Info.Evicting:
+			evicting++
+		case errs[i] != nil:
+			logWriteError(logr.FromContextOrDiscard(ctx), errs[i], "Preempting workload", "workload", t.Info.Key, "preemptor", preemptor.Key)
+			failed++
+			continue
+		default:
+			c.cache.MarkEvicting(t.Info.Key)
+			c.snap.MarkEvicting(t.Info)
+			c.stats.Preempted++
+		}
+		victims = append(victims, victim{key: t.Info.Key, clusterQueue: t.Info.ClusterQueue})
+	}
+	return evicting, failed, victims
 }
