@@ -57,6 +57,18 @@ func Lookup(name string) (*Integration, bool) {
 	return i, ok
 }
 
+// ForKind returns the registered framework of a job's kind.
+func ForKind(gvk schema.GroupVersionKind) (*Integration, bool) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	for _, i := range registry {
+		if i.GVK == gvk {
+			return i, true
+		}
+	}
+	return nil, false
+}
+
 // Names lists the registered frameworks.
 func Names() []string {
 	registryMu.Lock()

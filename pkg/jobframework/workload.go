@@ -3,6 +3,7 @@ package jobframework
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,4 +67,25 @@ func finishReason(succeeded bool) string {
 		return berthv1alpha1.ReasonSucceeded
 	}
 	return berthv1alpha1.ReasonFailed
+}
+
+// WorkloadFor is the Workload the controller would make for the job obj,
+// of a registered framework: its pod sets as the webhook would accept
+// them, its queue, and its priority class unresolved. kubectl berth
+// what-if judges it without creating it.
+func WorkloadFor(obj client.Object) (*berthv1alpha1.Workload, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	i, ok := ForKind(gvk)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a kind Berth runs (known: %v)", gvk.Kind, Names())
+	}
+	job, err := i.Wrap(obj)
+	if err != nil {
+		return nil, err
+	}
+	podSets, errs := podSetsOf(job)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return newWorkload(obj, gvk, podSets, nil), nil
 }

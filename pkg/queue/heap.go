@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"slices"
+
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
@@ -15,6 +17,20 @@ func Less(a, b *workload.Info) bool {
 		return a.QueueTime.Before(b.QueueTime)
 	}
 	return a.Key < b.Key
+}
+
+// Sort puts infos in the order a ClusterQueue tries them (Less): the
+// positions kubectl berth shows are these.
+func Sort(infos []*workload.Info) {
+	slices.SortFunc(infos, func(a, b *workload.Info) int {
+		switch {
+		case Less(a, b):
+			return -1
+		case Less(b, a):
+			return 1
+		}
+		return 0
+	})
 }
 
 // heap is a binary heap ordered by less, indexed by each item's key so

@@ -476,7 +476,7 @@ func (m *Manager) Order(cq berthv1alpha1.ClusterQueueReference) []string {
 		return nil
 	}
 	items := q.workloads(false)
-	sort.Slice(items, func(i, j int) bool { return Less(items[i], items[j]) })
+	Sort(items)
 	keys := make([]string, len(items))
 	for i, info := range items {
 		keys[i] = info.Key

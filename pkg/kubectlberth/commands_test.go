@@ -1,0 +1,199 @@
+package kubectlberth
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
+
+// testCluster is two teams' ClusterQueues in cohort org, each 8 H100 GPUs
+// (team-b lends at most 4), a LocalQueue main in namespaces a and b, and
+// workloads: one admitted in team-a holding 6 GPUs, three waiting there
+// (one of them of higher priority, one a job's), one deactivated.
+func testCluster(t *testing.T) []client.Object {
+	t.Helper()
+	gpu := func(name, cohort, lend string) *berthv1alpha1.ClusterQueue {
+		limits := []string{}
+		if lend != "" {
+			limits = []string{"", lend}
+		}
+		cq := utiltesting.MakeClusterQueue(name).Cohort(cohort).
+			ResourceGroup(utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", "8", limits...).Obj()).Obj()
+		cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+		return cq
+	}
+	teamA := gpu("team-a", "org", "")
+	teamA.Status.FlavorsUsage = []berthv1alpha1.FlavorUsage{{Name: "h100", Resources: []berthv1alpha1.ResourceUsage{{Name: "nvidia.com/gpu", Total: resource.MustParse("6")}}}}
+	waiting := func(name, ns string, priority int32, created time.Duration, gpus string) *berthv1alpha1.Workload {
+		wl := utiltesting.MakeWorkload(name, ns).Queue("main").Priority(priority).Created(created).Request(1, "nvidia.com/gpu", gpus).
+			Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
+		wl.Status.Conditions[0].Message = "The workload does not fit: podset main: flavor h100: needs " + gpus + " nvidia.com/gpu, 2 available (nominal 8, in use 6)"
+		return wl
+	}
+	job := utiltesting.MakeJob("train", "a").Queue("main").Request("nvidia.com/gpu", "4").Obj()
+	job.UID = "uid-train"
+	ofJob := waiting(jobframework.WorkloadName(batchv1.SchemeGroupVersion.WithKind("Job"), "train", "uid-train"), "a", 0, 3*time.Minute, "4")
+	inactive := waiting("parked", "a", 0, 4*time.Minute, "1")
+	inactive.Spec.Active = new(bool)
+	return []client.Object{
+		utiltesting.MakeResourceFlavor("h100"), utiltesting.MakeCohort("org").Obj(),
+		teamA, gpu("team-b", "org", "4"),
+		utiltesting.MakeLocalQueue("main", "a", "team-a"), utiltesting.MakeLocalQueue("main", "b", "team-b"),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+		utiltesting.MakeWorkloadPriorityClass("high", 100),
+		utiltesting.MakeWorkload("running", "a").Queue("main").Request(1, "nvidia.com/gpu", "6").AdmittedIn("team-a", "h100").Obj(),
+		waiting("first", "a", 0, time.Minute, "4"),
+		waiting("urgent", "a", 100, 2*time.Minute, "4"),
+		ofJob, job, inactive,
+	}
+}
+
+// run runs kubectl berth with args against objs.
+func run(t *testing.T, objs []client.Object, args ...string) (string, error) {
+	t.Helper()
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	var out, errOut bytes.Buffer
+	cmd := newCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func() (client.Client, error) { return c, nil })
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err = cmd.Execute()
+	return out.String(), err
+}
+
+func TestCommands(t *testing.T) {
+	manifest := func(gpus string) string {
+		path := filepath.Join(t.TempDir(), "job.yaml")
+		job := `apiVersion: batch/v1
+kind: Job
+metadata: {name: new, namespace: b, labels: {berth.dev/queue-name: main}}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: x, resources: {requests: {nvidia.com/gpu: "` + gpus + `"}}}]
+`
+		if err := os.WriteFile(path, []byte(job), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	notAJob := filepath.Join(t.TempDir(), "cm.yaml")
+	if err := os.WriteFile(notAJob, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"positions-clusterqueue":      {args: []string{"positions", "clusterqueue", "team-a"}},
+		"positions-clusterqueue-json": {args: []string{"positions", "clusterqueue", "team-a", "-o", "json"}},
+		"positions-localqueue-yaml":   {args: []string{"positions", "localqueue", "main", "-n", "a", "-o", "yaml"}},
+		"why-job":                     {args: []string{"why", "job/train", "-n", "a"}},
+		"why-job-json":                {args: []string{"why", "job/train", "-n", "a", "-o", "json"}},
+		"why-inactive":                {args: []string{"why", "workload/parked", "-n", "a"}},
+		"usage":                       {args: []string{"usage"}},
+		"usage-json":                  {args: []string{"usage", "org", "-o", "json"}},
+		// urgent, ahead in team-a, borrows 2 of team-b's GPUs in the same
+		// cycle: 6 are left for the new job.
+		"what-if-admitted":  {args: []string{"what-if", "-f", manifest("6")}},
+		"what-if-waits":     {args: []string{"what-if", "-f", manifest("10"), "-o", "json"}},
+		"what-if-not-a-job": {args: []string{"what-if", "-f", notAJob}, wantErr: "ConfigMap is not a kind Berth runs"},
+		"missing-queue":     {args: []string{"positions", "cq", "nope"}, wantErr: "ClusterQueue nope not found"},
+		"missing-job":       {args: []string{"why", "job/nope", "-n", "a"}, wantErr: "Job nope not found in namespace a"},
+		"bad-kind":          {args: []string{"why", "deployment/x"}, wantErr: "unknown kind deployment"},
+		"bad-output":        {args: []string{"usage", "-o", "wide"}, wantErr: `unknown output format "wide"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t, testCluster(t), tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(out), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to write it)", err)
+			}
+			if diff := cmp.Diff(string(want), out); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStopAndResume(t *testing.T) {
+	objs := testCluster(t)
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	for _, tc := range []struct {
+		args []string
+		obj  client.Object
+		want func(client.Object) bool
+	}{
+		{[]string{"stop", "clusterqueue", "team-a", "--drain"}, &berthv1alpha1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+			func(o client.Object) bool {
+				return o.(*berthv1alpha1.ClusterQueue).Spec.StopPolicy == berthv1alpha1.HoldAndDrain
+			}},
+		{[]string{"resume", "clusterqueue", "team-a"}, &berthv1alpha1.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}},
+			func(o client.Object) bool {
+				return o.(*berthv1alpha1.ClusterQueue).Spec.StopPolicy == berthv1alpha1.None
+			}},
+		{[]string{"stop", "workload", "first", "-n", "a"}, &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "a"}},
+			func(o client.Object) bool { return !*o.(*berthv1alpha1.Workload).Spec.Active }},
+		{[]string{"resume", "workload", "parked", "-n", "a"}, &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "parked", Namespace: "a"}},
+			func(o client.Object) bool { return *o.(*berthv1alpha1.Workload).Spec.Active }},
+		{[]string{"stop", "localqueue", "main", "-n", "b"}, &berthv1alpha1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "b"}},
+			func(o client.Object) bool { return o.(*berthv1alpha1.LocalQueue).Spec.StopPolicy == berthv1alpha1.Hold }},
+	} {
+		var out bytes.Buffer
+		cmd := newCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out}, func() (client.Client, error) { return c, nil })
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(tc.obj), tc.obj); err != nil {
+			t.Fatal(err)
+		}
+		if !tc.want(tc.obj) {
+			t.Errorf("%v: %+v", tc.args, tc.obj)
+		}
+	}
+}

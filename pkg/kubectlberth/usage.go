@@ -1,0 +1,199 @@
+package kubectlberth
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// Usage is the output of kubectl berth usage: the cohorts, each with its
+// ClusterQueues. ClusterQueues in no cohort are in the entry with an empty
+// name.
+type Usage struct {
+	Cohorts []CohortUsage `json:"cohorts"`
+}
+
+// CohortUsage is one cohort.
+type CohortUsage struct {
+	Name          string              `json:"name"`
+	Parent        string              `json:"parent"`
+	ClusterQueues []ClusterQueueUsage `json:"clusterQueues"`
+}
+
+// ClusterQueueUsage is one ClusterQueue's quota and usage.
+type ClusterQueueUsage struct {
+	Name    string        `json:"name"`
+	Flavors []FlavorUsage `json:"flavors"`
+}
+
+// FlavorUsage is one flavor of a ClusterQueue.
+type FlavorUsage struct {
+	Name      string          `json:"name"`
+	Resources []ResourceUsage `json:"resources"`
+}
+
+// ResourceUsage is one resource of a flavor: nominal quota, in use (the
+// borrowed part included), borrowed, and what the queue may lend.
+type ResourceUsage struct {
+	Name     string `json:"name"`
+	Nominal  string `json:"nominal"`
+	Used     string `json:"used"`
+	Borrowed string `json:"borrowed"`
+	Lendable string `json:"lendable"`
+}
+
+func (o *options) usageCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "usage [COHORT]",
+		Short: "The cohort tree: per ClusterQueue, flavor and resource, the quota, what is used, borrowed and lendable",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkOutput(); err != nil {
+				return err
+			}
+			c, err := o.newClient()
+			if err != nil {
+				return err
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			cl, err := load(cmd.Context(), c, "", ns)
+			if err != nil {
+				return err
+			}
+			only := ""
+			if len(args) == 1 {
+				only = args[0]
+			}
+			u, err := usageOf(cl, only)
+			if err != nil {
+				return err
+			}
+			return o.print(u, func(w io.Writer) error { return usageTable(w, u) })
+		},
+	}
+}
+
+// usageOf builds the cohort tree from the ClusterQueues' status; with
+// only, the subtree of that cohort.
+func usageOf(cl *cluster, only string) (Usage, error) {
+	parents := map[string]string{}
+	for _, c := range cl.cohorts {
+		parents[c.Name] = string(c.Spec.ParentName)
+	}
+	byCohort := map[string][]ClusterQueueUsage{}
+	for _, name := range sortedMapKeys(cl.clusterQueues) {
+		cq := cl.clusterQueues[name]
+		cohort := string(cq.Spec.CohortName)
+		if _, ok := parents[cohort]; !ok && cohort != "" {
+			parents[cohort] = ""
+		}
+		byCohort[cohort] = append(byCohort[cohort], clusterQueueUsage(cq))
+	}
+	if only != "" {
+		if _, ok := parents[only]; !ok {
+			return Usage{}, fmt.Errorf("cohort %s not found: no Cohort object and no ClusterQueue names it", only)
+		}
+	}
+	u := Usage{Cohorts: []CohortUsage{}}
+	names := sortedMapKeys(parents)
+	if len(byCohort[""]) > 0 {
+		names = append([]string{""}, names...)
+	}
+	for _, name := range names {
+		if only != "" && !under(parents, name, only) {
+			continue
+		}
+		cqs := byCohort[name]
+		if cqs == nil {
+			cqs = []ClusterQueueUsage{}
+		}
+		u.Cohorts = append(u.Cohorts, CohortUsage{Name: name, Parent: parents[name], ClusterQueues: cqs})
+	}
+	return u, nil
+}
+
+// under reports whether cohort is root or below it, through parents
+// (which may hold a cycle).
+func under(parents map[string]string, cohort, root string) bool {
+	for seen := 0; cohort != "" && seen <= len(parents); seen++ {
+		if cohort == root {
+			return true
+		}
+		cohort = parents[cohort]
+	}
+	return false
+}
+
+func clusterQueueUsage(cq *berthv1alpha1.ClusterQueue) ClusterQueueUsage {
+	used := map[string]berthv1alpha1.ResourceUsage{}
+	for _, fu := range cq.Status.FlavorsUsage {
+		for _, r := range fu.Resources {
+			used[string(fu.Name)+"/"+string(r.Name)] = r
+		}
+	}
+	out := ClusterQueueUsage{Name: cq.Name, Flavors: []FlavorUsage{}}
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			fu := FlavorUsage{Name: string(f.Name), Resources: []ResourceUsage{}}
+			for _, r := range f.Resources {
+				lendable := r.NominalQuota
+				if r.LendingLimit != nil {
+					lendable = *r.LendingLimit
+				}
+				u := used[string(f.Name)+"/"+string(r.Name)]
+				fu.Resources = append(fu.Resources, ResourceUsage{
+					Name: string(r.Name), Nominal: r.NominalQuota.String(), Used: quantityString(u.Total),
+					Borrowed: quantityString(u.Borrowed), Lendable: lendable.String(),
+				})
+			}
+			out.Flavors = append(out.Flavors, fu)
+		}
+	}
+	return out
+}
+
+func quantityString(q resource.Quantity) string {
+	if q.IsZero() {
+		return "0"
+	}
+	return q.String()
+}
+
+func usageTable(w io.Writer, u Usage) error {
+	row(w, "COHORT", "CLUSTERQUEUE", "FLAVOR", "RESOURCE", "NOMINAL", "USED", "BORROWED", "LENDABLE")
+	for _, c := range u.Cohorts {
+		label := orDash(c.Name)
+		if c.Parent != "" {
+			label += " (in " + c.Parent + ")"
+		}
+		if len(c.ClusterQueues) == 0 {
+			row(w, label, "-", "-", "-", "-", "-", "-", "-")
+		}
+		for _, cq := range c.ClusterQueues {
+			for _, f := range cq.Flavors {
+				for _, r := range f.Resources {
+					row(w, label, cq.Name, f.Name, r.Name, r.Nominal, r.Used, r.Borrowed, r.Lendable)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func sortedMapKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, strings.Compare)
+	return keys
+}

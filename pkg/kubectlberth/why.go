@@ -1,0 +1,256 @@
+package kubectlberth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// The states of kubectl berth why.
+const (
+	StatePending  = "Pending"
+	StateAdmitted = "Admitted"
+	StateFinished = "Finished"
+	StateEvicted  = "Evicted"
+	StateInactive = "Inactive"
+)
+
+// Why is the output of kubectl berth why.
+type Why struct {
+	Workload               string  `json:"workload"`
+	State                  string  `json:"state"`
+	Message                string  `json:"message"`
+	PositionInLocalQueue   *int    `json:"positionInLocalQueue"`
+	PositionInClusterQueue *int    `json:"positionInClusterQueue"`
+	Ahead                  []Ahead `json:"ahead"`
+}
+
+// Ahead is a workload tried before the one asked about.
+type Ahead struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Priority  int32  `json:"priority"`
+	// Requests are its requests per resource, all podsets together.
+	Requests map[string]string `json:"requests,omitempty"`
+}
+
+func (o *options) whyCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "why (job|jobset|pod|workload)/NAME",
+		Short: "Where a job's Workload is, and why it waits, in numbers",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkOutput(); err != nil {
+				return err
+			}
+			c, err := o.newClient()
+			if err != nil {
+				return err
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			name, err := workloadNameOf(cmd.Context(), c, ns, args[0])
+			if err != nil {
+				return err
+			}
+			cl, err := load(cmd.Context(), c, "", ns)
+			if err != nil {
+				return err
+			}
+			why, err := explain(cl, ns, name)
+			if err != nil {
+				return err
+			}
+			return o.print(why, func(w io.Writer) error { return whyTable(w, why) })
+		},
+	}
+}
+
+// workloadNameOf finds the name of the Workload of KIND/NAME in ns.
+func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (string, error) {
+	kind, name, ok := strings.Cut(ref, "/")
+	if !ok || name == "" {
+		return "", fmt.Errorf("%q: want KIND/NAME, KIND one of job, jobset, pod, workload", ref)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	switch strings.ToLower(kind) {
+	case "workload", "workloads", "wl":
+		return name, nil
+	case "job", "jobs":
+		job := &batchv1.Job{}
+		if err := c.Get(ctx, key, job); err != nil {
+			return "", notFound(err, "Job", key)
+		}
+		return jobframework.WorkloadName(batchv1.SchemeGroupVersion.WithKind("Job"), job.Name, string(job.UID)), nil
+	case "jobset", "jobsets":
+		js := &jobsetapi.JobSet{}
+		if err := c.Get(ctx, key, js); err != nil {
+			return "", notFound(err, "JobSet", key)
+		}
+		return jobframework.WorkloadName(jobsetapi.GroupVersion.WithKind("JobSet"), js.Name, string(js.UID)), nil
+	case "pod", "pods", "po":
+		pod := &corev1.Pod{}
+		if err := c.Get(ctx, key, pod); err != nil {
+			return "", notFound(err, "Pod", key)
+		}
+		if wl := pod.Labels[berthv1alpha1.WorkloadLabel]; wl != "" {
+			return wl, nil
+		}
+		return "", fmt.Errorf("pod %s has no label %s: Berth has not admitted it", key, berthv1alpha1.WorkloadLabel)
+	}
+	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, pod or workload", ref, kind)
+}
+
+func notFound(err error, kind string, key types.NamespacedName) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s not found in namespace %s", kind, key.Name, key.Namespace)
+	}
+	return readError(err)
+}
+
+// explain says where the Workload ns/name is and why.
+func explain(cl *cluster, ns, name string) (Why, error) {
+	var wl *berthv1alpha1.Workload
+	for _, w := range cl.workloads {
+		if w.Namespace == ns && w.Name == name {
+			wl = w
+		}
+	}
+	if wl == nil {
+		return Why{}, fmt.Errorf("workload %s not found in namespace %s (a job gets one a moment after it is created)", name, ns)
+	}
+	why := Why{Workload: name, Ahead: []Ahead{}}
+	why.State, why.Message = stateOf(cl, wl)
+	positions := cl.positions()
+	p, queued := positions[workload.Key(wl)]
+	if !queued {
+		return why, nil
+	}
+	lq, cq := p.inLocalQueue, p.inClusterQueue
+	why.PositionInLocalQueue = &lq
+	if cq > 0 {
+		why.PositionInClusterQueue = &cq
+	}
+	for _, other := range positions {
+		if other.clusterQueue != p.clusterQueue || other.wl == wl || !isAhead(other, p) {
+			continue
+		}
+		why.Ahead = append(why.Ahead, Ahead{Namespace: other.wl.Namespace, Name: other.wl.Name, Priority: workload.Priority(other.wl), Requests: requestsOf(other.wl)})
+	}
+	slices.SortFunc(why.Ahead, func(a, b Ahead) int {
+		return positions[a.Namespace+"/"+a.Name].order() - positions[b.Namespace+"/"+b.Name].order()
+	})
+	return why, nil
+}
+
+// isAhead reports whether a is tried before b in their ClusterQueue.
+func isAhead(a, b position) bool {
+	if a.inClusterQueue > 0 && b.inClusterQueue > 0 {
+		return a.inClusterQueue < b.inClusterQueue
+	}
+	return a.wl.Namespace == b.wl.Namespace && a.wl.Spec.QueueName == b.wl.Spec.QueueName && a.inLocalQueue < b.inLocalQueue
+}
+
+func (p position) order() int {
+	if p.inClusterQueue > 0 {
+		return p.inClusterQueue
+	}
+	return p.inLocalQueue
+}
+
+// stateOf is the workload's state and the message that explains it.
+func stateOf(cl *cluster, wl *berthv1alpha1.Workload) (string, string) {
+	msgOf := func(typ string) string {
+		if c := workload.FindCondition(wl, typ); c != nil {
+			return c.Message
+		}
+		return ""
+	}
+	switch {
+	case workload.IsFinished(wl):
+		return StateFinished, msgOf(berthv1alpha1.WorkloadFinished)
+	case workload.HasQuotaReservation(wl) && workload.IsEvicted(wl):
+		return StateEvicted, msgOf(berthv1alpha1.WorkloadEvicted)
+	case workload.HasQuotaReservation(wl):
+		return StateAdmitted, msgOf(berthv1alpha1.WorkloadAdmitted)
+	case !workload.IsActive(wl):
+		return StateInactive, orElse(waitingMessage(wl), workload.DeactivatedMessage)
+	}
+	if p := cl.placementOf(wl); p.notQueued != "" {
+		return StatePending, orElse(waitingMessage(wl), p.notQueued)
+	}
+	return StatePending, orElse(waitingMessage(wl), "Waiting to be considered by the scheduler")
+}
+
+func orElse(s, alt string) string {
+	if s != "" {
+		return s
+	}
+	return alt
+}
+
+// requestsOf is what the workload asks for in all, per resource.
+func requestsOf(wl *berthv1alpha1.Workload) map[string]string {
+	total := resources.Requests{}
+	for i := range wl.Spec.PodSets {
+		ps := &wl.Spec.PodSets[i]
+		total.Add(workload.PodRequests(&ps.Template.Spec).Scaled(int64(ps.Count)))
+	}
+	out := make(map[string]string, len(total))
+	for _, name := range total.Names() {
+		out[string(name)] = resources.Format(name, total[name])
+	}
+	return out
+}
+
+func whyTable(w io.Writer, why Why) error {
+	row(w, "Workload:", why.Workload)
+	row(w, "State:", why.State)
+	row(w, "Why:", orDash(why.Message))
+	if why.PositionInLocalQueue != nil {
+		pos := fmt.Sprintf("%d in its LocalQueue", *why.PositionInLocalQueue)
+		if why.PositionInClusterQueue != nil {
+			pos += fmt.Sprintf(", %d in its ClusterQueue", *why.PositionInClusterQueue)
+		}
+		row(w, "Position:", pos)
+	}
+	if len(why.Ahead) == 0 {
+		return nil
+	}
+	row(w, "Ahead of it:")
+	row(w, "  NAMESPACE", "NAME", "PRIORITY", "REQUESTS")
+	for _, a := range why.Ahead {
+		var req []string
+		for _, k := range sortedKeys(a.Requests) {
+			req = append(req, k+"="+a.Requests[k])
+		}
+		row(w, "  "+a.Namespace, a.Name, a.Priority, strings.Join(req, ","))
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
