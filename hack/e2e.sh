@@ -24,4 +24,7 @@ trap finish EXIT
 
 "$ROOT/hack/local-up.sh"
 cd "$ROOT"
+# The tests use kubectl berth as a user would: the plugin on PATH.
+go build -o bin/ ./cmd/kubectl-berth
+export PATH=$ROOT/bin:$PATH
 go test -count=1 -v -timeout 20m ./test/e2e/

@@ -32,6 +32,10 @@ type cluster struct {
 	// allNamespaces is set when the Workloads and LocalQueues of every
 	// namespace were read: positions in ClusterQueues are exact only then.
 	allNamespaces bool
+	// queuesUnknown is set when the user may not read ClusterQueues,
+	// flavors and cohorts (berth-batch-user reads only its namespace's
+	// LocalQueues and Workloads): positions in LocalQueues are still exact.
+	queuesUnknown bool
 	now           time.Time
 }
 
@@ -44,7 +48,9 @@ func load(ctx context.Context, c client.Reader, namespace, ns string) (*cluster,
 	flavors := &berthv1alpha1.ResourceFlavorList{}
 	cohorts := &berthv1alpha1.CohortList{}
 	for _, l := range []client.ObjectList{cqs, flavors, cohorts} {
-		if err := c.List(ctx, l); err != nil {
+		if err := c.List(ctx, l); apierrors.IsForbidden(err) {
+			cl.queuesUnknown = true
+		} else if err != nil {
 			return nil, readError(err)
 		}
 	}
@@ -123,6 +129,9 @@ func (cl *cluster) placementOf(wl *berthv1alpha1.Workload) placement {
 	}
 	if lq.Spec.StopPolicy != "" && lq.Spec.StopPolicy != berthv1alpha1.None {
 		return placement{notQueued: fmt.Sprintf("LocalQueue %s is stopped (stopPolicy %s)", lq.Name, lq.Spec.StopPolicy)}
+	}
+	if cl.queuesUnknown {
+		return placement{clusterQueue: string(lq.Spec.ClusterQueue)}
 	}
 	cq := cl.clusterQueues[string(lq.Spec.ClusterQueue)]
 	if cq == nil {

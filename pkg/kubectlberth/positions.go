@@ -73,6 +73,9 @@ func positionsOf(cl *cluster, kind, ns, name string) (PositionList, error) {
 	if local && cl.localQueues[ns+"/"+name] == nil {
 		return PositionList{}, fmt.Errorf("LocalQueue %s not found in namespace %s", name, ns)
 	}
+	if !local && cl.queuesUnknown {
+		return PositionList{}, fmt.Errorf("not allowed to read ClusterQueues: ask for the positions in your LocalQueue instead")
+	}
 	if !local && cl.clusterQueues[name] == nil {
 		return PositionList{}, fmt.Errorf("ClusterQueue %s not found", name)
 	}

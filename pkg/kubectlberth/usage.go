@@ -85,6 +85,9 @@ func (o *options) usageCommand() *cobra.Command {
 // usageOf builds the cohort tree from the ClusterQueues' status; with
 // only, the subtree of that cohort.
 func usageOf(cl *cluster, only string) (Usage, error) {
+	if cl.queuesUnknown {
+		return Usage{}, fmt.Errorf("not allowed to read ClusterQueues and Cohorts")
+	}
 	parents := map[string]string{}
 	for _, c := range cl.cohorts {
 		parents[c.Name] = string(c.Spec.ParentName)

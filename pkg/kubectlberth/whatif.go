@@ -140,6 +140,9 @@ func judge(ctx context.Context, r client.Reader, cl *cluster, wl *berthv1alpha1.
 		out.Message = "It would not be queued: " + err.Error()
 		return out, nil
 	}
+	if cl.queuesUnknown {
+		return out, fmt.Errorf("not allowed to read ClusterQueues, flavors and cohorts, which what-if judges on")
+	}
 	p := cl.placementOf(wl)
 	if p.notQueued != "" {
 		out.Message = "It would not be queued: " + p.notQueued

@@ -30,6 +30,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: no local cluster; run make local-up (make test-e2e does)")
 		os.Exit(1)
 	}
+	// kubectl finds the plugin kubectl berth on PATH, as a user's would.
+	if _, err := os.Stat(filepath.Join(root, "bin", "kubectl-berth")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: no bin/kubectl-berth; run make build (make test-e2e does)")
+		os.Exit(1)
+	}
+	_ = os.Setenv("PATH", filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// berthPlugin runs kubectl berth, the plugin kubectl finds on PATH. A
+// plugin's flags come after its name.
+func berthPlugin(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), append([]string{"berth"}, append(args, "--kubeconfig", kubeconfig)...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl berth %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// TestPluginPositionsFollowARelabel: kubectl berth positions lists the
+// waiting jobs in the order Berth tries them, and a priority relabel moves
+// a job to the front.
+func TestPluginPositionsFollowARelabel(t *testing.T) {
+	e := newEnv(t)
+	high := e.priorityClass("high", 1000)
+	cq := e.queue("positions", "", gpuQuota{flavor: e.flavor("h100"), gpus: "8"})
+	e.localQueue("main", cq)
+	e.submit(jobSpec{name: "holder", queue: "main", completions: 1, parallelism: 1, gpus: 8})
+	e.running("holder", 1)
+	for _, name := range []string{"first", "second", "third"} {
+		e.submit(jobSpec{name: name, queue: "main", completions: 1, parallelism: 1, gpus: 8})
+		time.Sleep(1100 * time.Millisecond) // creation times a second apart
+	}
+	order := func(ctx context.Context) ([]string, error) {
+		out, err := berthPlugin(ctx, "positions", "clusterqueue", cq, "-o", "json")
+		if err != nil {
+			return nil, err
+		}
+		var list struct {
+			Items []struct {
+				Name                   string
+				PositionInClusterQueue int
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			return nil, fmt.Errorf("%w: %s", err, out)
+		}
+		var names []string
+		for i, it := range list.Items {
+			if it.PositionInClusterQueue != i+1 {
+				return nil, fmt.Errorf("item %d at position %d", i, it.PositionInClusterQueue)
+			}
+			names = append(names, it.Name)
+		}
+		return names, nil
+	}
+	want := func(jobs ...string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			names, err := order(ctx)
+			if err != nil {
+				return err
+			}
+			for i, job := range jobs {
+				if i >= len(names) || names[i] != e.workload(ctx, job) {
+					return fmt.Errorf("positions %v, want the workloads of %v", names, jobs)
+				}
+			}
+			return nil
+		}
+	}
+	eventually(t, "the jobs in their order of creation", time.Minute, want("first", "second", "third"))
+	if _, err := kubectl(t.Context(), "", "label", "job", "third", "-n", e.ns, "berth.dev/priority-class="+high); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the relabelled job first", time.Minute, want("third", "first", "second"))
+	out, err := berthPlugin(t.Context(), "why", "job/second", "-n", e.ns)
+	if err != nil || !strings.Contains(out, "3 in its ClusterQueue") || !strings.Contains(out, "Ahead of it:") {
+		t.Errorf("why job/second: %v\n%s", err, out)
+	}
+}
+
+// TestPluginWhatIfPredictsAPreemption: kubectl berth what-if says that a
+// high-priority job would preempt the running one, without a write; then
+// the job is submitted and that preemption happens.
+func TestPluginWhatIfPredictsAPreemption(t *testing.T) {
+	e := newEnv(t)
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	cq := e.queue("whatif", "  preemption: {withinClusterQueue: LowerPriority}\n", gpuQuota{flavor: e.flavor("h100"), gpus: "8"})
+	e.localQueue("main", cq)
+	e.submit(jobSpec{name: "victim", queue: "main", priorityClass: low, completions: 1, parallelism: 1, gpus: 8})
+	e.running("victim", 1)
+	victim := e.workload(t.Context(), "victim")
+	manifest := filepath.Join(t.TempDir(), "job.yaml")
+	preemptor := jobSpec{name: "preemptor", queue: "main", priorityClass: high, completions: 1, parallelism: 1, gpus: 8, runFor: "5s"}
+	if err := os.WriteFile(manifest, []byte(e.jobYAML(preemptor)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := berthPlugin(t.Context(), "what-if", "-f", manifest, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var verdict struct {
+		Admitted     bool
+		ClusterQueue string
+		Preempts     []struct{ Namespace, Name string }
+		Message      string
+	}
+	if err := json.Unmarshal([]byte(out), &verdict); err != nil {
+		t.Fatal(err)
+	}
+	if verdict.Admitted || verdict.ClusterQueue != cq || len(verdict.Preempts) != 1 || verdict.Preempts[0].Name != victim {
+		t.Fatalf("what-if says %+v, want the preemption of %s in %s", verdict, victim, cq)
+	}
+	if get(t.Context(), "job", "preemptor", "-n", e.ns) != "" || workloadsIn(t, e.ns) != 1 {
+		t.Fatal("what-if wrote something")
+	}
+	e.submit(preemptor)
+	e.waitCondition("victim", "Preempted", "True", "InClusterQueue")
+	e.waitCondition("preemptor", "Admitted", "True", "")
+}
+
+func workloadsIn(t *testing.T, ns string) int {
+	t.Helper()
+	return len(strings.Fields(get(t.Context(), "wl", "-n", ns, "-o", "name")))
+}

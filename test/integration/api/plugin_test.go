@@ -1,0 +1,105 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/berth-dev/berth/pkg/kubectlberth"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/test/util/apiserver"
+)
+
+// berth runs kubectl berth against the suite's API server as user, the
+// administrator when empty.
+func berth(t *testing.T, user string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := kubectlberth.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	flags := []string{"--kubeconfig", server.Kubeconfig}
+	if user != "" {
+		flags = append(flags, "--as", user)
+	}
+	cmd.SetArgs(append(flags, args...))
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// TestPluginWithAUsersOwnRights: a user bound to berth-batch-user in one
+// namespace reads the positions in their LocalQueue, though not the
+// ClusterQueue's, and is told plainly what they may not read; an admin
+// reads both.
+func TestPluginWithAUsersOwnRights(t *testing.T) {
+	ctx := testContext(t)
+	if _, stderr, err := server.Kubectl(ctx, "apply", "-f", filepath.Join(apiserver.RepoRoot(), "config", "rbac", "user_roles.yaml")); err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	ns := "plugin-team"
+	cq := utiltesting.MakeClusterQueue("plugin-cq").ResourceGroup(utiltesting.MakeFlavorQuotas("plugin-flavor").Resource("cpu", "4").Obj()).Obj()
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		utiltesting.MakeResourceFlavor("plugin-flavor"), cq, utiltesting.MakeLocalQueue("main", ns, "plugin-cq"),
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "berth-batch-user"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+		},
+	} {
+		if err := create(ctx, t, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, prio := range []int32{0, 10, 5} {
+		wl := utiltesting.MakeWorkload(fmt.Sprintf("w%d", i), ns).Queue("main").Priority(prio).Request(1, "cpu", "1").Obj()
+		if err := create(ctx, t, wl); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, tc := range []struct {
+		user      string
+		wantOrder []string
+		wantCQ    bool
+	}{
+		{user: "alice", wantOrder: []string{"w1", "w2", "w0"}},
+		{user: "", wantOrder: []string{"w1", "w2", "w0"}, wantCQ: true},
+	} {
+		out, err := berth(t, tc.user, "positions", "localqueue", "main", "-n", ns, "-o", "json")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.user, err, out)
+		}
+		var list kubectlberth.PositionList
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		for i, p := range list.Items {
+			order = append(order, p.Name)
+			if p.PositionInLocalQueue != i+1 || (p.PositionInClusterQueue != nil) != tc.wantCQ {
+				t.Errorf("%s: %+v at %d", tc.user, p, i)
+			}
+		}
+		if strings.Join(order, ",") != strings.Join(tc.wantOrder, ",") {
+			t.Errorf("%s: order %v, want %v", tc.user, order, tc.wantOrder)
+		}
+	}
+	if _, err := berth(t, "alice", "usage", "-n", ns); err == nil || !strings.Contains(err.Error(), "not allowed to read ClusterQueues") {
+		t.Errorf("usage as alice: %v, want a refusal", err)
+	}
+	if _, err := berth(t, "alice", "stop", "workload", "w0", "-n", ns); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("stop as alice: %v, want forbidden", err)
+	}
+	if out, err := berth(t, "alice", "why", "workload/w0", "-n", ns, "-o", "json"); err != nil || !strings.Contains(out, `"positionInLocalQueue": 3`) {
+		t.Errorf("why as alice: %v\n%s", err, out)
+	}
+}
