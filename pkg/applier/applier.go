@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -39,6 +40,7 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 		return nil, err
 	}
 	metrics.AdmittedWorkloads.WithLabelValues(string(admission.ClusterQueue)).Inc()
+	metrics.AdmissionWaitTime.WithLabelValues(string(admission.ClusterQueue)).Observe(time.Since(workload.QueueTime(wl)).Seconds())
 	return written, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 )
 
@@ -145,13 +146,32 @@ func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.Cl
 	name := berthv1alpha1.ClusterQueueReference(cq.Name)
 	usage, borrowed, n := r.cache.ClusterQueueUsage(name)
 	st.usage, st.borrowed = usage, borrowed
-	st.pending = int32(r.queues.Pending(name))
+	active, inadmissible := r.queues.PendingCounts(name)
+	st.pending = int32(active + inadmissible)
 	// Quota is reserved and the workload admitted in one write, so the two
 	// counts are the same.
 	st.reserving, st.admitted = int32(n), int32(n)
-	metrics.PendingWorkloads.WithLabelValues(cq.Name).Set(float64(st.pending))
-	metrics.AdmittedActiveWorkloads.WithLabelValues(cq.Name).Set(float64(n))
+	setQueueMetrics(cq, active, inadmissible, n, usage)
 	return st, nil
+}
+
+// setQueueMetrics sets the gauges of a ClusterQueue: its waiting and
+// admitted workloads, and per flavor and resource its nominal quota and
+// what is in use, in the resource's unit (cores for cpu).
+func setQueueMetrics(cq *berthv1alpha1.ClusterQueue, active, inadmissible, admitted int, usage resources.Usage) {
+	metrics.PendingWorkloads.WithLabelValues(cq.Name, "active").Set(float64(active))
+	metrics.PendingWorkloads.WithLabelValues(cq.Name, "inadmissible").Set(float64(inadmissible))
+	metrics.AdmittedActiveWorkloads.WithLabelValues(cq.Name).Set(float64(admitted))
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			for _, r := range f.Resources {
+				fr := resources.FlavorResource{Flavor: f.Name, Resource: r.Name}
+				metrics.ClusterQueueNominalQuota.WithLabelValues(cq.Name, string(f.Name), string(r.Name)).Set(r.NominalQuota.AsApproximateFloat64())
+				used := resources.Quantity(r.Name, usage[fr])
+				metrics.ClusterQueueResourceUsage.WithLabelValues(cq.Name, string(f.Name), string(r.Name)).Set(used.AsApproximateFloat64())
+			}
+		}
+	}
 }
 
 // requeueWorkloadsOf asks for the workloads of every LocalQueue of a

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/scheduler"
 )
@@ -98,7 +100,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up job integration %s: %w", i.Name, err)
 		}
 	}
-	sched := scheduler.New(c, q, applier.New(writer, recorder, pending), scheduler.WithParallelism(admissionWriters))
+	sched := scheduler.New(c, q, applier.New(writer, recorder, pending), scheduler.WithParallelism(admissionWriters),
+		scheduler.WithCycleObserver(func(_ scheduler.Stats, took time.Duration) {
+			metrics.AdmissionCycleDuration.Observe(took.Seconds())
+		}))
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
 		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {

@@ -26,11 +26,42 @@ var (
 		Help: "Workloads evicted for reasons other than preemption, by ClusterQueue and reason.",
 	}, []string{"cluster_queue", "reason"})
 
-	// PendingWorkloads is the number of workloads waiting per ClusterQueue.
+	// PendingWorkloads is the number of workloads waiting per ClusterQueue:
+	// status active for those the scheduler tries, inadmissible for those
+	// set aside until an event could let them fit.
 	PendingWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "berth_pending_workloads",
-		Help: "Workloads waiting for quota, by ClusterQueue.",
+		Help: "Workloads waiting for quota, by ClusterQueue and status (active: tried by the scheduler; inadmissible: set aside until something changes).",
+	}, []string{"cluster_queue", "status"})
+
+	// AdmissionWaitTime is how long workloads waited, from entering their
+	// queue (created, or requeued) to their admission.
+	AdmissionWaitTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "berth_admission_wait_time_seconds",
+		Help:    "Time from entering the queue (creation or requeue) to admission, by ClusterQueue.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 16),
 	}, []string{"cluster_queue"})
+
+	// ClusterQueueResourceUsage is the quota workloads hold, borrowed
+	// quota included, in the resource's unit (cores for cpu, bytes for
+	// memory).
+	ClusterQueueResourceUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_cluster_queue_resource_usage",
+		Help: "Quota in use, borrowed included, by ClusterQueue, flavor and resource (cores for cpu, bytes for memory).",
+	}, []string{"cluster_queue", "flavor", "resource"})
+
+	// ClusterQueueNominalQuota is a ClusterQueue's nominal quota.
+	ClusterQueueNominalQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_cluster_queue_nominal_quota",
+		Help: "Nominal quota, by ClusterQueue, flavor and resource (cores for cpu, bytes for memory).",
+	}, []string{"cluster_queue", "flavor", "resource"})
+
+	// AdmissionCycleDuration is how long a scheduling cycle takes.
+	AdmissionCycleDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "berth_admission_cycle_duration_seconds",
+		Help:    "Duration of a scheduling cycle, its writes included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
 
 	// WatchesStarted counts the watches of Workloads, ClusterQueues and
 	// LocalQueues the controller opened (pkg/fastwatch), by resource: one
@@ -52,11 +83,15 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(AdmittedWorkloads, PreemptedWorkloads, EvictedWorkloads, PendingWorkloads, AdmittedActiveWorkloads, WatchesStarted)
+	metrics.Registry.MustRegister(AdmittedWorkloads, PreemptedWorkloads, EvictedWorkloads, PendingWorkloads, AdmittedActiveWorkloads, WatchesStarted,
+		AdmissionWaitTime, ClusterQueueResourceUsage, ClusterQueueNominalQuota, AdmissionCycleDuration)
 }
 
-// ClusterQueueDeleted drops the gauges of a deleted ClusterQueue.
+// ClusterQueueDeleted drops the series of a deleted ClusterQueue.
 func ClusterQueueDeleted(name string) {
-	PendingWorkloads.DeleteLabelValues(name)
-	AdmittedActiveWorkloads.DeleteLabelValues(name)
+	labels := prometheus.Labels{"cluster_queue": name}
+	PendingWorkloads.DeletePartialMatch(labels)
+	AdmittedActiveWorkloads.DeletePartialMatch(labels)
+	ClusterQueueResourceUsage.DeletePartialMatch(labels)
+	ClusterQueueNominalQuota.DeletePartialMatch(labels)
 }

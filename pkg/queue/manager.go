@@ -456,13 +456,25 @@ func (m *Manager) Overtaken(key string, cq berthv1alpha1.ClusterQueueReference) 
 
 // Pending is the number of workloads waiting in a queue, set aside or not.
 func (m *Manager) Pending(cq berthv1alpha1.ClusterQueueReference) int {
+	active, inadmissible := m.PendingCounts(cq)
+	return active + inadmissible
+}
+
+// PendingCounts splits a queue's waiting workloads into those the
+// scheduler tries (popped ones included) and those set aside.
+func (m *Manager) PendingCounts(cq berthv1alpha1.ClusterQueueReference) (active, inadmissible int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queues[cq]
 	if q == nil {
-		return 0
+		return 0, 0
 	}
-	return q.queued() + len(q.inFlight)
+	for _, b := range q.buckets {
+		if b.aside {
+			inadmissible += b.heap.len()
+		}
+	}
+	return q.queued() - inadmissible + len(q.inFlight), inadmissible
 }
 
 // Order returns the keys of a queue's active workloads in the order they

@@ -20,6 +20,8 @@ type Scheduler struct {
 	parallelism int
 	// nominated are the preemptors waiting for their victims, by key.
 	nominated map[string]*nomination
+	// observe, when set, is told of each cycle of Start.
+	observe func(Stats, time.Duration)
 }
 
 // Option configures a Scheduler.
@@ -34,6 +36,12 @@ func WithClock(now func() time.Time) Option {
 // once; 1, the default, writes them one after another.
 func WithParallelism(n int) Option {
 	return func(s *Scheduler) { s.parallelism = n }
+}
+
+// WithCycleObserver has f told of every cycle Start runs: its decisions
+// and how long it took. f must not block.
+func WithCycleObserver(f func(Stats, time.Duration)) Option {
+	return func(s *Scheduler) { s.observe = f }
 }
 
 // New returns a Scheduler.
@@ -67,7 +75,11 @@ func (s *Scheduler) Start(ctx context.Context) {
 		}
 		start := time.Now()
 		stats := s.Schedule(ctx)
-		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending, "duration", time.Since(start))
+		took := time.Since(start)
+		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending, "duration", took)
+		if s.observe != nil {
+			s.observe(stats, took)
+		}
 	}
 }
 

@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// series finds the value of the metric family name whose labels include
+// every pair of want; for a histogram, its count.
+func series(t *testing.T, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, want) {
+				switch {
+				case m.GetCounter() != nil:
+					return m.GetCounter().GetValue(), true
+				case m.GetGauge() != nil:
+					return m.GetGauge().GetValue(), true
+				case m.GetHistogram() != nil:
+					return float64(m.GetHistogram().GetSampleCount()), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	have := map[string]string{}
+	for _, l := range m.GetLabel() {
+		have[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestMetricsAndEventsOfTheContract plays admission, borrowing, reclaim
+// by preemption and an eviction by a drained queue, then reads every
+// metric of the contract from the manager's registry, and the events the
+// API server stored.
+func TestMetricsAndEventsOfTheContract(t *testing.T) {
+	cohort := unique("cohort")
+	inCohort := func(cq *utiltesting.ClusterQueueWrapper) {
+		cq.Cohort(cohort).Preemption(berthv1alpha1.ClusterQueuePreemption{ReclaimWithinCohort: berthv1alpha1.PreemptionPolicyAny})
+	}
+	nsA, cqA := queueSetup(t, "2", inCohort)
+	flavor := queueFlavor(t, cqA)
+	nsB := namespace(t, nil)
+	cqB := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).Resource("cpu", "2").Obj())
+	inCohort(cqB)
+	mustCreate(t, cqB.Obj(), utiltesting.MakeLocalQueue("main", nsB, cqB.Name))
+
+	borrower := utiltesting.MakeWorkload("borrower", nsA).Queue("main").Request(1, "cpu", "4").Obj()
+	mustCreate(t, borrower)
+	waitForWorkload(t, borrower, "the borrower admitted", admitted)
+	owner := utiltesting.MakeWorkload("owner", nsB).Queue("main").Request(1, "cpu", "2").Obj()
+	mustCreate(t, owner)
+	waitForWorkload(t, borrower, "the borrower preempted to reclaim", conditionIs(berthv1alpha1.WorkloadPreempted, "True", berthv1alpha1.ReasonInCohortReclamation))
+	waitForWorkload(t, owner, "the owner admitted", admitted)
+
+	drained := &berthv1alpha1.ClusterQueue{}
+	if err := server.Client.Get(ctxFor(t), client.ObjectKey{Name: cqB.Name}, drained); err != nil {
+		t.Fatal(err)
+	}
+	patched := drained.DeepCopy()
+	patched.Spec.StopPolicy = berthv1alpha1.HoldAndDrain
+	if err := server.Client.Patch(ctxFor(t), patched, client.MergeFrom(drained)); err != nil {
+		t.Fatal(err)
+	}
+	waitForWorkload(t, owner, "the owner evicted by the drained queue", conditionIs(berthv1alpha1.WorkloadEvicted, "True", berthv1alpha1.ReasonClusterQueueStopped))
+
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		min    float64
+	}{
+		{"berth_admitted_workloads_total", map[string]string{"cluster_queue": cqA}, 1},
+		{"berth_admitted_workloads_total", map[string]string{"cluster_queue": cqB.Name}, 1},
+		{"berth_preempted_workloads_total", map[string]string{"cluster_queue": cqA, "reason": berthv1alpha1.ReasonInCohortReclamation}, 1},
+		{"berth_evicted_workloads_total", map[string]string{"cluster_queue": cqB.Name, "reason": berthv1alpha1.ReasonClusterQueueStopped}, 1},
+		{"berth_admission_wait_time_seconds", map[string]string{"cluster_queue": cqA}, 1},
+		{"berth_admission_cycle_duration_seconds", nil, 1},
+		{"berth_cluster_queue_nominal_quota", map[string]string{"cluster_queue": cqA, "flavor": flavor, "resource": "cpu"}, 2},
+	} {
+		waitFor(t, fmt.Sprintf("%s%v", m.name, m.labels), func(context.Context) error {
+			if v, ok := series(t, m.name, m.labels); !ok || v < m.min {
+				return errorf("%v (found %v), want at least %v", v, ok, m.min)
+			}
+			return nil
+		})
+	}
+	for _, status := range []string{"active", "inadmissible"} {
+		if _, ok := series(t, "berth_pending_workloads", map[string]string{"cluster_queue": cqA, "status": status}); !ok {
+			t.Errorf("no berth_pending_workloads for %s status %s", cqA, status)
+		}
+	}
+	if _, ok := series(t, "berth_cluster_queue_resource_usage", map[string]string{"cluster_queue": cqA, "flavor": flavor, "resource": "cpu"}); !ok {
+		t.Errorf("no berth_cluster_queue_resource_usage for %s", cqA)
+	}
+
+	// The victim's Preempted event, in the API server.
+	waitFor(t, "the Preempted event on the borrower", func(ctx context.Context) error {
+		events := &eventsv1.EventList{}
+		if err := server.Client.List(ctx, events, client.InNamespace(nsA)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Name == borrower.Name && e.Reason == berthv1alpha1.ReasonPreempted && strings.Contains(e.Note, "Preempted to accommodate workload "+nsB+"/owner") {
+				return nil
+			}
+		}
+		return errorf("%d events, none Preempted for %s", len(events.Items), borrower.Name)
+	})
+}
+
+// waitForWorkload waits until check passes on the stored wl.
+func waitForWorkload(t *testing.T, wl *berthv1alpha1.Workload, what string, check func(*berthv1alpha1.Workload) error) {
+	t.Helper()
+	waitFor(t, what, func(ctx context.Context) error {
+		cur := &berthv1alpha1.Workload{}
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(wl), cur); err != nil {
+			return err
+		}
+		if err := check(cur); err != nil {
+			return fmt.Errorf("%w (conditions %v)", err, conditionsOf(cur))
+		}
+		return nil
+	})
+}
+
+func conditionsOf(wl *berthv1alpha1.Workload) []string {
+	var out []string
+	for _, c := range wl.Status.Conditions {
+		out = append(out, c.Type+"="+string(c.Status)+"/"+c.Reason)
+	}
+	if workload.HasQuotaReservation(wl) {
+		out = append(out, "reserved in "+string(wl.Status.Admission.ClusterQueue))
+	}
+	return out
+}
