@@ -22,6 +22,9 @@ finish() {
 }
 trap finish EXIT
 
+# The dashboard's test drives a real browser.
+BERTH_CHROMIUM=$("$ROOT/hack/chromium.sh")
+export BERTH_CHROMIUM
 "$ROOT/hack/local-up.sh"
 cd "$ROOT"
 # The tests use kubectl berth as a user would: the plugin on PATH.

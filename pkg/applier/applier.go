@@ -39,6 +39,9 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 	if err != nil {
 		return nil, err
 	}
+	// One event for both: quota is reserved and the workload admitted in
+	// the same write.
+	a.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Admit", "%s", workload.AdmittedMessage(wl, admission, time.Now()))
 	metrics.AdmittedWorkloads.WithLabelValues(string(admission.ClusterQueue)).Inc()
 	metrics.AdmissionWaitTime.WithLabelValues(string(admission.ClusterQueue)).Observe(time.Since(workload.QueueTime(wl)).Seconds())
 	return written, nil

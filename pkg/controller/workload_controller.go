@@ -230,7 +230,7 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 	if _, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Evict(reason, msg)); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Evict", "%s", msg)
+	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), reason, msg)
 	metrics.EvictedWorkloads.WithLabelValues(string(wl.Status.Admission.ClusterQueue), reason).Inc()
 	return ctrl.Result{}, nil
 }
@@ -277,8 +277,12 @@ func (r *WorkloadReconciler) requeue(ctx context.Context, wl *berthv1alpha1.Work
 		// The pods' events bring it back; the poll is for a missed one.
 		return ctrl.Result{RequeueAfter: podsGonePoll}, err
 	}
-	_, err := workloadwriter.Requeue(ctx, r.client, r.writer, wl, workload.NextRequeue(wl, r.backoff, time.Now()))
-	return ctrl.Result{}, err
+	d := workload.NextRequeue(wl, r.backoff, time.Now())
+	if written, err := workloadwriter.Requeue(ctx, r.client, r.writer, wl, d); err != nil || !written {
+		return ctrl.Result{}, err
+	}
+	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadRequeued, "Requeue", "%s", workload.RequeueMessage(wl, d))
+	return ctrl.Result{}, nil
 }
 
 // podsGonePoll is how often an evicted workload's pods are counted again

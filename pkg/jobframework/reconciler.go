@@ -74,7 +74,11 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
-		return ctrl.Result{}, r.apply(ctx, wl, workload.Finish(finishReason(succeeded), msg))
+		if err := r.apply(ctx, wl, workload.Finish(finishReason(succeeded), msg)); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.recorder.Eventf(wl, obj, corev1.EventTypeNormal, berthv1alpha1.WorkloadFinished, "Finish", "%s", msg)
+		return ctrl.Result{}, nil
 	}
 	if !managed && !workload.HasQuotaReservation(wl) {
 		return ctrl.Result{}, r.leaveQueue(ctx, job, wl)

@@ -142,9 +142,9 @@ func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alp
 	}
 	reason, msg := EventStopped, fmt.Sprintf("Suspended: its Workload %s is not admitted", wl.Name)
 	if ev := workload.FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
-		reason, msg = berthv1alpha1.WorkloadEvicted, fmt.Sprintf("Evicted from ClusterQueue %s (%s): %s", clusterQueueOf(wl), ev.Reason, ev.Message)
+		reason, msg = berthv1alpha1.WorkloadEvicted, fmt.Sprintf("Evicted from ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), ev.Reason, ev.Message)
 		if p := workload.FindCondition(wl, berthv1alpha1.WorkloadPreempted); p != nil && p.Status == metav1.ConditionTrue {
-			reason, msg = berthv1alpha1.WorkloadPreempted, fmt.Sprintf("Preempted in ClusterQueue %s (%s): %s", clusterQueueOf(wl), p.Reason, p.Message)
+			reason, msg = berthv1alpha1.WorkloadPreempted, fmt.Sprintf("Preempted in ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), p.Reason, p.Message)
 		}
 	}
 	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, reason, "Stop", "%s", msg)
@@ -167,14 +167,9 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1
 	if written, err := workloadwriter.Requeue(ctx, r.client, r.writer, wl, d); err != nil || !written {
 		return ctrl.Result{}, err
 	}
-	msg := fmt.Sprintf("Requeued in LocalQueue %s: its quota in ClusterQueue %s is released", wl.Spec.QueueName, clusterQueueOf(wl))
-	switch {
-	case d.Deactivate != "":
-		msg = d.Deactivate
-	case d.At != nil:
-		msg += fmt.Sprintf("; it waits until %s (backoff)", d.At.UTC().Format(time.RFC3339))
-	}
+	msg := workload.RequeueMessage(wl, d)
 	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadRequeued, "Requeue", "%s", msg)
+	r.recorder.Eventf(wl, job.Object(), corev1.EventTypeNormal, berthv1alpha1.WorkloadRequeued, "Requeue", "%s", msg)
 	return ctrl.Result{}, nil
 }
 
@@ -192,7 +187,7 @@ func (r *JobReconciler) run(ctx context.Context, job GenericJob, wl *berthv1alph
 		return err
 	}
 	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Run",
-		"Admitted by ClusterQueue %s: %s", clusterQueueOf(wl), describeAssignments(wl.Status.Admission))
+		"Admitted by ClusterQueue %s: %s", workload.ClusterQueueOf(wl), workload.DescribeAdmission(wl.Status.Admission))
 	return nil
 }
 
@@ -206,30 +201,4 @@ func (r *JobReconciler) replace(ctx context.Context, job GenericJob, wl *berthv1
 	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventReplacedWorkload, "DeleteWorkload",
 		"The job's pod sets changed while it waited (%s): its Workload %s is replaced by one that asks for them", diff, wl.Name)
 	return nil
-}
-
-func clusterQueueOf(wl *berthv1alpha1.Workload) berthv1alpha1.ClusterQueueReference {
-	if wl.Status.Admission == nil {
-		return ""
-	}
-	return wl.Status.Admission.ClusterQueue
-}
-
-// describeAssignments says, per podset, how many pods run on which flavor,
-// e.g. "main: 4 pods, nvidia.com/gpu on h100".
-func describeAssignments(adm *berthv1alpha1.Admission) string {
-	parts := make([]string, 0, len(adm.PodSetAssignments))
-	for _, psa := range adm.PodSetAssignments {
-		byFlavor := map[berthv1alpha1.ResourceFlavorReference][]string{}
-		for res, f := range psa.Flavors {
-			byFlavor[f] = append(byFlavor[f], string(res))
-		}
-		var flavors []string
-		for _, f := range slices.Sorted(maps.Keys(byFlavor)) {
-			slices.Sort(byFlavor[f])
-			flavors = append(flavors, fmt.Sprintf("%s on %s", strings.Join(byFlavor[f], ", "), f))
-		}
-		parts = append(parts, fmt.Sprintf("%s: %d pods, %s", psa.Name, ptr.Deref(psa.Count, 0), strings.Join(flavors, "; ")))
-	}
-	return strings.Join(parts, "; ")
 }

@@ -3,6 +3,10 @@ package kubectlberth
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +60,52 @@ func BenchmarkWhatIf(b *testing.B) {
 		out, err := judge(context.Background(), nil, cl, wl)
 		if err != nil || out.ClusterQueue != "cq-0001" {
 			b.Fatalf("%+v, %v", out, err)
+		}
+	}
+}
+
+// BenchmarkDashboard is the dashboard's pages with 1,000 ClusterQueues in
+// 100 cohorts and 50,000 workloads, 40,000 waiting and 10,000 admitted: the
+// first page and a queue's, from the objects in memory to the HTML: first,
+// right after a change, when the queues are ordered anew, and again, from
+// the same snapshot. The stores' memory is the objects' heap (stores-MB),
+// the page's size page-kB.
+func BenchmarkDashboard(b *testing.B) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cl := benchCluster(1000, 50000)
+	for i := range 10000 {
+		wl := cl.workloads[i]
+		cq := cl.localQueues[wl.Namespace+"/main"].Spec.ClusterQueue
+		cl.workloads[i] = utiltesting.MakeWorkload(wl.Name, wl.Namespace).Queue("main").Request(1, "nvidia.com/gpu", "1").AdmittedIn(string(cq), "h100").Obj()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	d, err := newDashboard(&still{cl: cl}, "bench", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := d.handler()
+	for _, path := range []string{"/", "/cq/cq-0001", "/cohort?name=cohort-7"} {
+		for _, first := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/first=%v", path, first), func(b *testing.B) {
+				b.ReportAllocs()
+				size := 0
+				for b.Loop() {
+					if first {
+						cl.ordered.once = sync.Once{}
+					}
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:0"+path, nil))
+					if rec.Code != http.StatusOK {
+						b.Fatalf("%s: %d", path, rec.Code)
+					}
+					size = rec.Body.Len()
+				}
+				b.ReportMetric(float64(size)/1e3, "page-kB")
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "stores-MB")
+			})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package kubectlberth
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,12 @@ type cluster struct {
 	// LocalQueues and Workloads): positions in LocalQueues are still exact.
 	queuesUnknown bool
 	now           time.Time
+	// ordered holds positions once computed: the dashboard renders many
+	// pages of one cluster.
+	ordered struct {
+		once sync.Once
+		all  map[string]position
+	}
 }
 
 // load reads the cluster through c. With namespace "" it reads every
@@ -158,6 +165,11 @@ type position struct {
 // positions orders the queued workloads of every ClusterQueue as the
 // controller's queues do (queue.Sort) and numbers them.
 func (cl *cluster) positions() map[string]position {
+	cl.ordered.once.Do(func() { cl.ordered.all = cl.order() })
+	return cl.ordered.all
+}
+
+func (cl *cluster) order() map[string]position {
 	byCQ := map[string][]*workload.Info{}
 	for _, wl := range cl.workloads {
 		if workload.HasQuotaReservation(wl) || workload.IsFinished(wl) {

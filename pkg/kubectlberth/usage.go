@@ -88,40 +88,60 @@ func usageOf(cl *cluster, only string) (Usage, error) {
 	if cl.queuesUnknown {
 		return Usage{}, fmt.Errorf("not allowed to read ClusterQueues and Cohorts")
 	}
+	groups := cl.byCohort()
+	parents := map[string]string{}
+	for _, g := range groups {
+		parents[g.name] = g.parent
+	}
+	if _, ok := parents[only]; !ok && only != "" {
+		return Usage{}, fmt.Errorf("cohort %s not found: no Cohort object and no ClusterQueue names it", only)
+	}
+	u := Usage{Cohorts: []CohortUsage{}}
+	for _, g := range groups {
+		if only != "" && !under(parents, g.name, only) {
+			continue
+		}
+		cqs := []ClusterQueueUsage{}
+		for _, cq := range g.queues {
+			cqs = append(cqs, clusterQueueUsage(cq))
+		}
+		u.Cohorts = append(u.Cohorts, CohortUsage{Name: g.name, Parent: g.parent, ClusterQueues: cqs})
+	}
+	return u, nil
+}
+
+// cohortGroup is a cohort, or with an empty name the ClusterQueues in none,
+// and its ClusterQueues in name order.
+type cohortGroup struct {
+	name, parent string
+	queues       []*berthv1alpha1.ClusterQueue
+}
+
+// byCohort groups the ClusterQueues by cohort: the queues in no cohort
+// first, if any, then every cohort that has a Cohort object or is named by
+// a ClusterQueue, in name order.
+func (cl *cluster) byCohort() []cohortGroup {
 	parents := map[string]string{}
 	for _, c := range cl.cohorts {
 		parents[c.Name] = string(c.Spec.ParentName)
 	}
-	byCohort := map[string][]ClusterQueueUsage{}
+	queues := map[string][]*berthv1alpha1.ClusterQueue{}
 	for _, name := range sortedMapKeys(cl.clusterQueues) {
 		cq := cl.clusterQueues[name]
 		cohort := string(cq.Spec.CohortName)
 		if _, ok := parents[cohort]; !ok && cohort != "" {
 			parents[cohort] = ""
 		}
-		byCohort[cohort] = append(byCohort[cohort], clusterQueueUsage(cq))
+		queues[cohort] = append(queues[cohort], cq)
 	}
-	if only != "" {
-		if _, ok := parents[only]; !ok {
-			return Usage{}, fmt.Errorf("cohort %s not found: no Cohort object and no ClusterQueue names it", only)
-		}
+	var out []cohortGroup
+	if len(queues[""]) > 0 {
+		out = append(out, cohortGroup{queues: queues[""]})
 	}
-	u := Usage{Cohorts: []CohortUsage{}}
-	names := sortedMapKeys(parents)
-	if len(byCohort[""]) > 0 {
-		names = append([]string{""}, names...)
+	for _, name := range sortedMapKeys(parents) {
+		out = append(out, cohortGroup{name: name, parent: parents[name], queues: queues[name]})
 	}
-	for _, name := range names {
-		if only != "" && !under(parents, name, only) {
-			continue
-		}
-		cqs := byCohort[name]
-		if cqs == nil {
-			cqs = []ClusterQueueUsage{}
-		}
-		u.Cohorts = append(u.Cohorts, CohortUsage{Name: name, Parent: parents[name], ClusterQueues: cqs})
-	}
-	return u, nil
+	return out
 }
 
 // under reports whether cohort is root or below it, through parents

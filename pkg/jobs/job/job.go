@@ -132,9 +132,9 @@ func (j *Job) Finished() (bool, bool, string) {
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			return true, true, "Job completed"
+			return true, true, fmt.Sprintf("Job completed: %d pods succeeded", j.Status.Succeeded)
 		case batchv1.JobFailed:
-			return true, false, "Job failed: " + c.Message
+			return true, false, fmt.Sprintf("Job failed (%d pods succeeded, %d failed): %s", j.Status.Succeeded, j.Status.Failed, c.Message)
 		}
 	}
 	return false, false, ""

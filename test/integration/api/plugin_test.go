@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,25 +32,23 @@ func berth(t *testing.T, user string, args ...string) (string, error) {
 		flags = append(flags, "--as", user)
 	}
 	cmd.SetArgs(append(flags, args...))
-	err := cmd.Execute()
+	err := cmd.ExecuteContext(apiserver.Context(t, time.Minute))
 	return out.String(), err
 }
 
-// TestPluginWithAUsersOwnRights: a user bound to berth-batch-user in one
-// namespace reads the positions in their LocalQueue, though not the
-// ClusterQueue's, and is told plainly what they may not read; an admin
-// reads both.
-func TestPluginWithAUsersOwnRights(t *testing.T) {
-	ctx := testContext(t)
+// aliceIn makes namespace ns with a LocalQueue main of a new ClusterQueue
+// cq (4 CPUs of a flavor of its own), and binds user alice to
+// berth-batch-user there.
+func aliceIn(ctx context.Context, t *testing.T, ns, cq string) {
+	t.Helper()
 	if _, stderr, err := server.Kubectl(ctx, "apply", "-f", filepath.Join(apiserver.RepoRoot(), "config", "rbac", "user_roles.yaml")); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
-	ns := "plugin-team"
-	cq := utiltesting.MakeClusterQueue("plugin-cq").ResourceGroup(utiltesting.MakeFlavorQuotas("plugin-flavor").Resource("cpu", "4").Obj()).Obj()
-	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	queue := utiltesting.MakeClusterQueue(cq).ResourceGroup(utiltesting.MakeFlavorQuotas(cq+"-flavor").Resource("cpu", "4").Obj()).Obj()
+	queue.Spec.NamespaceSelector = &metav1.LabelSelector{}
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		utiltesting.MakeResourceFlavor("plugin-flavor"), cq, utiltesting.MakeLocalQueue("main", ns, "plugin-cq"),
+		utiltesting.MakeResourceFlavor(cq + "-flavor"), queue, utiltesting.MakeLocalQueue("main", ns, cq),
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "berth-batch-user"},
@@ -59,6 +59,16 @@ func TestPluginWithAUsersOwnRights(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestPluginWithAUsersOwnRights: a user bound to berth-batch-user in one
+// namespace reads the positions in their LocalQueue, though not the
+// ClusterQueue's, and is told plainly what they may not read; an admin
+// reads both.
+func TestPluginWithAUsersOwnRights(t *testing.T) {
+	ctx := testContext(t)
+	ns := "plugin-team"
+	aliceIn(ctx, t, ns, "plugin-cq")
 	for i, prio := range []int32{0, 10, 5} {
 		wl := utiltesting.MakeWorkload(fmt.Sprintf("w%d", i), ns).Queue("main").Priority(prio).Request(1, "cpu", "1").Obj()
 		if err := create(ctx, t, wl); err != nil {

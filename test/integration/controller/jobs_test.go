@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
@@ -74,6 +75,15 @@ func TestJobLifecycle(t *testing.T) {
 
 	finishJob(t, job)
 	workloadOf(t, job, "the workload finished", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
+	// The job's events and its Workload's, in numbers.
+	for _, e := range []struct{ name, reason, note string }{
+		{job.Name, jobframework.EventCreatedWorkload, "Created Workload " + wl.Name},
+		{job.Name, berthv1alpha1.WorkloadAdmitted, "Admitted by ClusterQueue " + cqName + ": main: 2 pods, cpu on " + flavor},
+		{wl.Name, berthv1alpha1.WorkloadAdmitted, "main: 2 pods, cpu on " + flavor},
+		{wl.Name, berthv1alpha1.WorkloadFinished, "Job completed: 2 pods succeeded"},
+	} {
+		waitForEvent(t, ns, e.name, e.reason, e.note)
+	}
 	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
 		if cq.Status.AdmittedWorkloads != 0 {
 			return fmt.Errorf("want 0 admitted, status %+v", cq.Status)

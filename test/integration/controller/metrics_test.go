@@ -121,18 +121,32 @@ func TestMetricsAndEventsOfTheContract(t *testing.T) {
 		t.Errorf("no berth_cluster_queue_resource_usage for %s", cqA)
 	}
 
-	// The victim's Preempted event, in the API server.
-	waitFor(t, "the Preempted event on the borrower", func(ctx context.Context) error {
+	// The events, in the API server.
+	waitForEvent(t, nsA, borrower.Name, berthv1alpha1.WorkloadAdmitted, "Quota reserved in ClusterQueue "+cqA+" and admitted after waiting ")
+	waitForEvent(t, nsA, borrower.Name, berthv1alpha1.ReasonPreempted, "Preempted to accommodate workload "+nsB+"/owner")
+	waitForEvent(t, nsB, owner.Name, berthv1alpha1.WorkloadEvicted, "Evicted from ClusterQueue "+cqB.Name+" ("+berthv1alpha1.ReasonClusterQueueStopped+")")
+	waitForEvent(t, nsB, owner.Name, berthv1alpha1.WorkloadRequeued, "Requeued in LocalQueue main: its quota in ClusterQueue "+cqB.Name+" is released")
+}
+
+// waitForEvent waits for an event about the object name in namespace ns
+// with reason and a note that holds note.
+func waitForEvent(t *testing.T, ns, name, reason, note string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("the %s event on %s", reason, name), func(ctx context.Context) error {
 		events := &eventsv1.EventList{}
-		if err := server.Client.List(ctx, events, client.InNamespace(nsA)); err != nil {
+		if err := server.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
 			return err
 		}
+		var seen []string
 		for _, e := range events.Items {
-			if e.Regarding.Name == borrower.Name && e.Reason == berthv1alpha1.ReasonPreempted && strings.Contains(e.Note, "Preempted to accommodate workload "+nsB+"/owner") {
-				return nil
+			if e.Regarding.Name == name {
+				if e.Reason == reason && strings.Contains(e.Note, note) {
+					return nil
+				}
+				seen = append(seen, e.Reason+": "+e.Note)
 			}
 		}
-		return errorf("%d events, none Preempted for %s", len(events.Items), borrower.Name)
+		return errorf("the events on %s are %q", name, seen)
 	})
 }
 
