@@ -7,7 +7,10 @@ BIN := $(CURDIR)/bin
 K8S_BIN := $(BIN)/k8s
 CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT := $(BIN)/golangci-lint
-export GOFLAGS ?= -buildvcs=false
+# -trimpath keys the build cache on module versions rather than on where
+# the module cache is, so that a run with a module cache of its own (as
+# .ci/run's) reuses what earlier runs compiled.
+export GOFLAGS ?= -buildvcs=false -trimpath
 # envtest finds etcd, kube-apiserver and kubectl here; nothing is downloaded.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 

@@ -27,8 +27,10 @@ import (
 	"github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/pkg/jobframework"
+	_ "github.com/berth-dev/berth/pkg/jobs/deployment"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	"github.com/berth-dev/berth/pkg/manager"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -168,6 +170,10 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations manager.Dev
 		},
 		Integrations: cfg.Integrations.Frameworks,
 		Deviations:   deviations,
+	}
+	if po := cfg.Integrations.PodOptions; po != nil && po.NamespaceSelector != nil {
+		// Validated before: it parses.
+		opts.Jobs.PodNamespaces, _ = metav1.LabelSelectorAsSelector(po.NamespaceSelector)
 	}
 	if cfg.WaitForPodsReady.Enable && cfg.WaitForPodsReady.Timeout != nil {
 		opts.Controllers.PodsReadyTimeout = cfg.WaitForPodsReady.Timeout.Duration

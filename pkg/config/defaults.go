@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -12,7 +13,17 @@ import (
 // DefaultFrameworks returns the frameworks managed when the configuration
 // names none.
 func DefaultFrameworks() []string {
-	return []string{configv1alpha1.FrameworkBatchJob, configv1alpha1.FrameworkJobSet}
+	return []string{configv1alpha1.FrameworkBatchJob, configv1alpha1.FrameworkJobSet, configv1alpha1.FrameworkPod, configv1alpha1.FrameworkDeployment}
+}
+
+// DefaultPodNamespaceSelector selects every namespace but kube-system and
+// berth-system.
+func DefaultPodNamespaceSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key:      corev1.LabelMetadataName,
+		Operator: metav1.LabelSelectorOpNotIn,
+		Values:   []string{configv1alpha1.KubeSystemNamespace, configv1alpha1.DefaultNamespace},
+	}}}
 }
 
 // SetDefaults fills every unset field of cfg with its default. It is
@@ -33,6 +44,12 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	// nil, not empty: an explicit empty list means "manage no framework".
 	if cfg.Integrations.Frameworks == nil {
 		cfg.Integrations.Frameworks = DefaultFrameworks()
+	}
+	if cfg.Integrations.PodOptions == nil {
+		cfg.Integrations.PodOptions = &configv1alpha1.PodIntegrationOptions{}
+	}
+	if cfg.Integrations.PodOptions.NamespaceSelector == nil {
+		cfg.Integrations.PodOptions.NamespaceSelector = DefaultPodNamespaceSelector()
 	}
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
 	rs := &cfg.WaitForPodsReady.RequeuingStrategy

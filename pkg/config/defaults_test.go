@@ -35,7 +35,12 @@ func defaulted() *configv1alpha1.Configuration {
 			ValidatingWebhookConfigurationName: "berth-validating-webhook-configuration",
 			MutatingWebhookConfigurationName:   "berth-mutating-webhook-configuration",
 		},
-		Integrations: configv1alpha1.Integrations{Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset"}},
+		Integrations: configv1alpha1.Integrations{
+			Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment"},
+			PodOptions: &configv1alpha1.PodIntegrationOptions{NamespaceSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: "NotIn", Values: []string{"kube-system", "berth-system"}}},
+			}},
+		},
 		WaitForPodsReady: configv1alpha1.WaitForPodsReady{
 			Timeout:           &metav1.Duration{Duration: 5 * time.Minute},
 			RequeuingStrategy: configv1alpha1.RequeuingStrategy{BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600)},

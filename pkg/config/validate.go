@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,6 +39,9 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 		errs = append(errs, dnsSubdomain(name, field.NewPath("defaultSchedulerName"))...)
 	}
 	errs = append(errs, validateFrameworks(cfg.Integrations.Frameworks, field.NewPath("integrations", "frameworks"))...)
+	if po := cfg.Integrations.PodOptions; po != nil {
+		errs = append(errs, validatePodNamespaceSelector(po.NamespaceSelector, field.NewPath("integrations", "podOptions", "namespaceSelector"))...)
+	}
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
 	return errs
 }
@@ -164,6 +169,30 @@ func validateFrameworks(frameworks []string, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Duplicate(path.Index(i), f))
 		}
 		seen.Insert(f)
+	}
+	if i := slices.Index(frameworks, configv1alpha1.FrameworkDeployment); i >= 0 && !seen.Has(configv1alpha1.FrameworkPod) {
+		errs = append(errs, field.Invalid(path.Index(i), configv1alpha1.FrameworkDeployment,
+			"needs the framework "+configv1alpha1.FrameworkPod+": a Deployment's replicas are queued as pods"))
+	}
+	return errs
+}
+
+// validatePodNamespaceSelector refuses a selector that does not parse, and
+// one that selects kube-system or berth-system: a queued pod there would
+// wait on Berth, and Berth's own pods on themselves.
+func validatePodNamespaceSelector(sel *metav1.LabelSelector, path *field.Path) field.ErrorList {
+	if sel == nil {
+		return nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, sel.String(), err.Error())}
+	}
+	var errs field.ErrorList
+	for _, ns := range []string{configv1alpha1.KubeSystemNamespace, configv1alpha1.DefaultNamespace} {
+		if s.Matches(labels.Set{corev1.LabelMetadataName: ns}) {
+			errs = append(errs, field.Invalid(path, sel.String(), fmt.Sprintf("must not select namespace %s", ns)))
+		}
 	}
 	return errs
 }

@@ -143,6 +143,32 @@ func TestValidate(t *testing.T) {
 			},
 			wantFields: []string{"FieldValueNotSupported integrations.frameworks[1]", "FieldValueDuplicate integrations.frameworks[2]"},
 		},
+		"a pod namespace selector of teams": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Integrations.PodOptions.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+			},
+		},
+		"a pod namespace selector that selects the system namespaces": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Integrations.PodOptions.NamespaceSelector = &metav1.LabelSelector{}
+			},
+			wantFields: []string{
+				"FieldValueInvalid integrations.podOptions.namespaceSelector",
+				"FieldValueInvalid integrations.podOptions.namespaceSelector",
+			},
+		},
+		"a pod namespace selector that does not parse": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Integrations.PodOptions.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}
+			},
+			wantFields: []string{"FieldValueInvalid integrations.podOptions.namespaceSelector"},
+		},
+		"deployments without pods": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Integrations.Frameworks = []string{"batch/job", "deployment"}
+			},
+			wantFields: []string{"FieldValueInvalid integrations.frameworks[1]"},
+		},
 		"no frameworks": {
 			change: func(cfg *configv1alpha1.Configuration) { cfg.Integrations.Frameworks = []string{} },
 		},

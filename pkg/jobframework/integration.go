@@ -1,6 +1,7 @@
 package jobframework
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,13 +26,28 @@ type Integration struct {
 	Wrap func(client.Object) (GenericJob, error)
 	// AddToScheme adds the kind's API to a scheme.
 	AddToScheme func(*runtime.Scheme) error
+	// HoldOnlyAtCreation says that a job of the kind can be held only as
+	// it is created: a pod's scheduling gates cannot be added later. One
+	// that runs without a Workload is not Berth's, and one that must stop
+	// is deleted, for its owner to create it again, held.
+	HoldOnlyAtCreation bool
+	// Selects reports whether Berth holds a new job of the kind that
+	// carries the queue label; nil selects every one. Pods, for example,
+	// are held only in the configured namespaces, and only when no other
+	// framework runs them.
+	Selects func(ctx context.Context, c client.Reader, job client.Object, opts Options) (bool, error)
+	// Setup, when set, replaces the job reconciler and webhooks: for a kind
+	// whose pods another integration queues, such as a Deployment's, whose
+	// webhook only hands its queue label down to its pods. NewJob and Wrap
+	// are then nil.
+	Setup func(mgr ctrl.Manager, opts Options) error
 }
 
-// JobWithPodTemplates is implemented by jobs whose pod templates the
-// webhook may default, e.g. with the ClusterQueue's schedulerName.
-type JobWithPodTemplates interface {
-	// PodTemplates are the job's pod templates, to change in place.
-	PodTemplates() []*corev1.PodTemplateSpec
+// JobWithPodSpecs is implemented by jobs whose pod specs the webhook may
+// default, e.g. with the ClusterQueue's schedulerName.
+type JobWithPodSpecs interface {
+	// PodSpecs are the specs of the job's pods, to change in place.
+	PodSpecs() []*corev1.PodSpec
 }
 
 var (
@@ -93,4 +110,12 @@ func Enabled(names []string) ([]*Integration, error) {
 		out = append(out, i)
 	}
 	return out, nil
+}
+
+// selects reports whether Berth holds the new job obj of the kind.
+func (i *Integration) selects(ctx context.Context, c client.Reader, obj client.Object, opts Options) (bool, error) {
+	if i.Selects == nil {
+		return true, nil
+	}
+	return i.Selects(ctx, c, obj, opts)
 }

@@ -36,6 +36,7 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 			info.Labels = map[string]string{}
 		}
 		info.Labels[berthv1alpha1.WorkloadLabel] = wl.Name
+		info.Labels[berthv1alpha1.ManagedLabel] = "true"
 		info.Labels[berthv1alpha1.PodSetLabel] = ps.Name
 		psa, ok := assignments[ps.Name]
 		if !ok {

@@ -63,7 +63,9 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	// A job that has a Workload stays Berth's until the Workload is done,
 	// label or not: its quota must be given back when it ends.
 	managed := QueueName(obj) != "" || r.manageWithoutQueueName
-	if wl == nil && !managed {
+	if wl == nil && (!managed || r.integration.HoldOnlyAtCreation && !job.IsSuspended()) {
+		// A job that can be held only at creation and was not is not
+		// Berth's: it started outside the queue.
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues(r.integration.GVK.Kind, klog.KObj(obj)))

@@ -136,11 +136,28 @@ func beyondAdmission(wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet)
 // stop suspends a job that runs without an admission, and says why.
 func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) error {
 	ctrl.LoggerFrom(ctx).V(2).Info("Stopping the job", "workload", klog.KObj(wl))
-	job.Suspend()
-	if err := r.client.Update(ctx, job.Object()); err != nil {
-		return err
+	if r.integration.HoldOnlyAtCreation {
+		// It cannot be held again: deleted, it holds its Workload's quota
+		// until its containers have stopped, and its owner creates it
+		// again, held.
+		obj := job.Object()
+		if !obj.GetDeletionTimestamp().IsZero() {
+			return nil
+		}
+		if err := r.client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	} else {
+		job.Suspend()
+		if err := r.client.Update(ctx, job.Object()); err != nil {
+			return err
+		}
 	}
-	reason, msg := EventStopped, fmt.Sprintf("Suspended: its Workload %s is not admitted", wl.Name)
+	how := "Suspended"
+	if r.integration.HoldOnlyAtCreation {
+		how = "Deleted"
+	}
+	reason, msg := EventStopped, fmt.Sprintf("%s: its Workload %s is not admitted", how, wl.Name)
 	if ev := workload.FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
 		reason, msg = berthv1alpha1.WorkloadEvicted, fmt.Sprintf("Evicted from ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), ev.Reason, ev.Message)
 		if p := workload.FindCondition(wl, berthv1alpha1.WorkloadPreempted); p != nil && p.Status == metav1.ConditionTrue {

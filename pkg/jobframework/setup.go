@@ -1,6 +1,7 @@
 package jobframework
 
 import (
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -25,10 +26,16 @@ type Options struct {
 	// ControllerUsername is the user the controller acts as. The job
 	// webhooks do not check the controller's own writes.
 	ControllerUsername string
+	// PodNamespaces selects, by their labels, the namespaces whose queued
+	// pods Berth holds; nil selects every namespace.
+	PodNamespaces labels.Selector
 }
 
 // SetupWithManager registers the integration's reconciler and webhook.
 func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if i.Setup != nil {
+		return i.Setup(mgr, opts)
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(i.GVK.Group + "-" + i.GVK.Kind).
 		For(i.NewJob().Object()).

@@ -17,6 +17,20 @@ import (
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
+// JobWithCreateChecks is implemented by jobs that Berth cannot hold in
+// some shapes, to refuse those at creation with the field named.
+type JobWithCreateChecks interface {
+	// ValidateOnCreate says what keeps Berth from holding the new job.
+	ValidateOnCreate() field.ErrorList
+}
+
+// JobWithHoldPath is implemented by jobs held by another field than
+// spec.suspend, so that a refused start names it.
+type JobWithHoldPath interface {
+	// HoldPath is the field that holds the job.
+	HoldPath() *field.Path
+}
+
 // JobWithPodSetPaths is implemented by jobs that can say where each podset
 // is written, so that a refusal names the field a person changed.
 type JobWithPodSetPaths interface {
@@ -46,12 +60,18 @@ type validator struct {
 var _ admission.CustomValidator = (*validator)(nil) //nolint:staticcheck // see defaulter
 
 // ValidateCreate refuses a new job that cannot become a Workload.
-func (v *validator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+func (v *validator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	job, err := v.wrap(obj)
 	if err != nil || !v.managed(job) {
 		return nil, err
 	}
+	if selected, err := v.integration.selects(ctx, v.client, job.Object(), v.opts); err != nil || !selected {
+		return nil, err
+	}
 	_, errs := podSetsOf(job)
+	if c, ok := job.(JobWithCreateChecks); ok {
+		errs = append(errs, c.ValidateOnCreate()...)
+	}
 	return nil, v.invalid(job, errs)
 }
 
@@ -71,6 +91,10 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	wl, err := v.workloadOf(ctx, newJob)
 	if err != nil {
 		return nil, err
+	}
+	if v.integration.HoldOnlyAtCreation && wl == nil && !oldJob.IsSuspended() {
+		// Not held when it was created: not Berth's to check.
+		return nil, nil
 	}
 	newPodSets, errs := podSetsOf(newJob)
 	errs = append(errs, queueLabelChange(oldJob, newJob, wl)...)
@@ -142,7 +166,8 @@ func podSetsOf(job GenericJob) ([]berthv1alpha1.PodSet, field.ErrorList) {
 		for _, name := range perPod.Names() {
 			if total := resources.Mul(perPod[name], int64(ps.Count)); total == resources.Max {
 				_, tmpl := podSetPaths(job, ps.Name)
-				errs = append(errs, field.Invalid(tmpl.Child("spec", "containers").Key("resources.requests").Key(string(name)),
+				// A nil template is the job itself, a pod.
+				errs = append(errs, field.Invalid(tmpl.Child("spec").Child("containers").Key("resources.requests").Key(string(name)),
 					resources.Format(name, perPod[name]),
 					fmt.Sprintf("%d pods of podset %s would request more %s than Berth can count", ps.Count, ps.Name, name)))
 			}
@@ -203,8 +228,11 @@ func unadmittedStart(oldJob, newJob GenericJob, wl *berthv1alpha1.Workload) fiel
 			why += ": " + c.Message
 		}
 	}
-	return field.ErrorList{field.Forbidden(field.NewPath("spec", "suspend"),
-		"a job in a Berth queue runs only once admitted, and Berth starts it then; "+why)}
+	path := field.NewPath("spec", "suspend")
+	if h, ok := newJob.(JobWithHoldPath); ok {
+		path = h.HoldPath()
+	}
+	return field.ErrorList{field.Forbidden(path, "a job in a Berth queue runs only once admitted, and Berth starts it then; "+why)}
 }
 
 // podSetsChange refuses a change of the pod sets of a job that holds quota
@@ -225,6 +253,10 @@ func podSetsChange(job GenericJob, oldPodSets, newPodSets []berthv1alpha1.PodSet
 	for i := range newPodSets {
 		o, n := oldPodSets[i], newPodSets[i]
 		countPath, templatePath := podSetPaths(job, n.Name)
+		if templatePath == nil {
+			// The job is its only pod.
+			templatePath = field.NewPath("spec")
+		}
 		if o.Count != n.Count {
 			errs = append(errs, field.Forbidden(countPath, fmt.Sprintf(
 				"cannot change from %d to %d pods %s; stop the workload (spec.active: false), change the job while it waits, and resume it", o.Count, n.Count, why)))

@@ -44,12 +44,15 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if queue == "" && !d.opts.ManageJobsWithoutQueueName {
 		return nil
 	}
+	if selected, err := d.integration.selects(ctx, d.client, cobj, d.opts); err != nil || !selected {
+		return err
+	}
 	job, err := d.integration.Wrap(cobj)
 	if err != nil {
 		return err
 	}
 	job.Suspend()
-	withTemplates, ok := job.(JobWithPodTemplates)
+	withSpecs, ok := job.(JobWithPodSpecs)
 	if !ok {
 		return nil
 	}
@@ -57,11 +60,11 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if err != nil || name == "" {
 		return err
 	}
-	for _, t := range withTemplates.PodTemplates() {
+	for _, spec := range withSpecs.PodSpecs() {
 		// The API server has defaulted an empty name to default-scheduler
 		// before webhooks run, so that one counts as unset too.
-		if t.Spec.SchedulerName == "" || t.Spec.SchedulerName == corev1.DefaultSchedulerName {
-			t.Spec.SchedulerName = name
+		if spec.SchedulerName == "" || spec.SchedulerName == corev1.DefaultSchedulerName {
+			spec.SchedulerName = name
 		}
 	}
 	return nil

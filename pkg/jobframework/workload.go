@@ -79,6 +79,9 @@ func WorkloadFor(obj client.Object) (*berthv1alpha1.Workload, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s is not a kind Berth runs (known: %v)", gvk.Kind, Names())
 	}
+	if i.Wrap == nil {
+		return nil, fmt.Errorf("Berth queues the pods of a %s one by one, not the %s", gvk.Kind, gvk.Kind)
+	}
 	job, err := i.Wrap(obj)
 	if err != nil {
 		return nil, err

@@ -14,8 +14,10 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	// The job kinds what-if and why know.
+	_ "github.com/berth-dev/berth/pkg/jobs/deployment"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 )
 
 // options are what every command shares: kubectl's flags, the output

@@ -113,6 +113,11 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 		if wl := pod.Labels[berthv1alpha1.WorkloadLabel]; wl != "" {
 			return wl, nil
 		}
+		if pod.Labels[berthv1alpha1.ManagedLabel] != "" && pod.Labels[berthv1alpha1.QueueNameLabel] != "" {
+			// A queued pod of its own, waiting: its Workload is named
+			// after it.
+			return jobframework.WorkloadName(corev1.SchemeGroupVersion.WithKind("Pod"), pod.Name, string(pod.UID)), nil
+		}
 		return "", fmt.Errorf("pod %s has no label %s: Berth has not admitted it", key, berthv1alpha1.WorkloadLabel)
 	}
 	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, pod or workload", ref, kind)

@@ -53,17 +53,17 @@ type Scope struct {
 }
 
 // byObject restricts what the cache holds of kinds that Berth reads only
-// in part: of the pods, those of admitted workloads, which carry the
-// workload label (quota is released when they are gone); of the webhook
+// in part: of the pods, those Berth holds or runs, which carry the managed
+// label (quota is released when they are gone); of the webhook
 // configurations, its own, listed and watched by name so that its role may
 // name them (resourceNames).
 func (s Scope) byObject() map[client.Object]cache.ByObject {
-	admitted, err := labels.NewRequirement(berthv1alpha1.WorkloadLabel, selection.Exists, nil)
+	managed, err := labels.NewRequirement(berthv1alpha1.ManagedLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
 	out := map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*admitted)},
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*managed)},
 	}
 	if s.ValidatingWebhookConfiguration != "" {
 		out[&admissionregistrationv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.ValidatingWebhookConfiguration)}

@@ -26,6 +26,16 @@ const (
 	// their podset.
 	PodSetLabel = "berth.dev/podset"
 
+	// ManagedLabel is set to "true" on the pods Berth holds or runs: those
+	// of admitted jobs, and queued pods from their creation. The controller
+	// watches only these.
+	ManagedLabel = "berth.dev/managed"
+
+	// AdmissionGate is the scheduling gate of a queued pod: Berth adds it
+	// when the pod is created and removes it when the pod's Workload is
+	// admitted, with the flavor's node selector and tolerations.
+	AdmissionGate = "berth.dev/admission"
+
 	// PodSetSizeAnnotation is set on the pods of an admitted job to the
 	// number of pods admitted for their podset, so that the scheduler's
 	// gang placement knows the size of a gang before all its pods exist.

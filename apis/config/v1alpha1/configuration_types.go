@@ -165,9 +165,22 @@ type InternalCertManagement struct {
 
 // Integrations selects the job frameworks Berth manages.
 type Integrations struct {
-	// Frameworks are the job kinds Berth manages, among FrameworkBatchJob
-	// and FrameworkJobSet. Absent means both; an empty list means none.
+	// Frameworks are the job kinds Berth manages, among FrameworkBatchJob,
+	// FrameworkJobSet, FrameworkPod and FrameworkDeployment (which needs
+	// FrameworkPod). Absent means all of them; an empty list means none.
 	Frameworks []string `json:"frameworks,omitempty"`
+
+	// PodOptions says which plain pods Berth holds, with the pod framework.
+	PodOptions *PodIntegrationOptions `json:"podOptions,omitempty"`
+}
+
+// PodIntegrationOptions says which plain pods Berth holds.
+type PodIntegrationOptions struct {
+	// NamespaceSelector selects the namespaces whose queued pods Berth
+	// holds; pods elsewhere are never touched, label or not. Default: every
+	// namespace but kube-system and berth-system, whose pods must never wait
+	// on Berth (its own among them).
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // WaitForPodsReady makes admission sequential in pod readiness: a workload

@@ -7,9 +7,15 @@ const Kind = "Configuration"
 
 // The job frameworks Berth can manage, as named in Integrations.Frameworks.
 const (
-	FrameworkBatchJob = "batch/job"
-	FrameworkJobSet   = "jobset.x-k8s.io/jobset"
+	FrameworkBatchJob   = "batch/job"
+	FrameworkJobSet     = "jobset.x-k8s.io/jobset"
+	FrameworkPod        = "pod"
+	FrameworkDeployment = "deployment"
 )
+
+// KubeSystemNamespace is the namespace of the cluster's own components,
+// whose pods Berth never holds by default.
+const KubeSystemNamespace = "kube-system"
 
 // Default values of the Configuration's fields; see each field's comment
 // for why.

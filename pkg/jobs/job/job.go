@@ -42,9 +42,9 @@ func wrap(obj client.Object) (jobframework.GenericJob, error) {
 type Job batchv1.Job
 
 var (
-	_ jobframework.GenericJob          = (*Job)(nil)
-	_ jobframework.JobWithPodTemplates = (*Job)(nil)
-	_ jobframework.JobWithPodSetPaths  = (*Job)(nil)
+	_ jobframework.GenericJob         = (*Job)(nil)
+	_ jobframework.JobWithPodSpecs    = (*Job)(nil)
+	_ jobframework.JobWithPodSetPaths = (*Job)(nil)
 )
 
 // Object is the Job.
@@ -56,9 +56,9 @@ func (j *Job) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 // Suspend sets spec.suspend.
 func (j *Job) Suspend() { j.Spec.Suspend = ptr.To(true) }
 
-// PodTemplates is the Job's pod template.
-func (j *Job) PodTemplates() []*corev1.PodTemplateSpec {
-	return []*corev1.PodTemplateSpec{&j.Spec.Template}
+// PodSpecs is the spec of the Job's pod template.
+func (j *Job) PodSpecs() []*corev1.PodSpec {
+	return []*corev1.PodSpec{&j.Spec.Template.Spec}
 }
 
 // count is the number of pods the Job runs at once.

@@ -41,9 +41,9 @@ func wrap(obj client.Object) (jobframework.GenericJob, error) {
 type JobSet jobsetapi.JobSet
 
 var (
-	_ jobframework.GenericJob          = (*JobSet)(nil)
-	_ jobframework.JobWithPodTemplates = (*JobSet)(nil)
-	_ jobframework.JobWithPodSetPaths  = (*JobSet)(nil)
+	_ jobframework.GenericJob         = (*JobSet)(nil)
+	_ jobframework.JobWithPodSpecs    = (*JobSet)(nil)
+	_ jobframework.JobWithPodSetPaths = (*JobSet)(nil)
 )
 
 // maxPodSets is how many podsets a Workload has at most.
@@ -58,11 +58,11 @@ func (j *JobSet) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 // Suspend sets spec.suspend.
 func (j *JobSet) Suspend() { j.Spec.Suspend = ptr.To(true) }
 
-// PodTemplates are the pod templates of the replicated jobs.
-func (j *JobSet) PodTemplates() []*corev1.PodTemplateSpec {
-	out := make([]*corev1.PodTemplateSpec, 0, len(j.Spec.ReplicatedJobs))
+// PodSpecs are the specs of the replicated jobs' pod templates.
+func (j *JobSet) PodSpecs() []*corev1.PodSpec {
+	out := make([]*corev1.PodSpec, 0, len(j.Spec.ReplicatedJobs))
 	for i := range j.Spec.ReplicatedJobs {
-		out = append(out, &j.Spec.ReplicatedJobs[i].Template.Spec.Template)
+		out = append(out, &j.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec)
 	}
 	return out
 }

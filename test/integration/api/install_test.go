@@ -135,6 +135,24 @@ func TestInstallManifests(t *testing.T) {
 		if !selector.Matches(queued) || (!cfg.ManageJobsWithoutQueueName && selector.Matches(unqueued)) {
 			t.Errorf("webhook %s selects %v: want jobs with %s, and no others while manageJobsWithoutQueueName is false", w.Name, w.ObjectSelector, berthv1alpha1.QueueNameLabel)
 		}
+		// Pods and Deployments come only from the namespaces the
+		// configuration selects: never the cluster's own, nor Berth's.
+		if resources := w.Rules[0].Resources; slices.Contains(resources, "pods") || slices.Contains(resources, "deployments") {
+			webhookNS, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			configNS, err := metav1.LabelSelectorAsSelector(cfg.Integrations.PodOptions.NamespaceSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ns := range []string{"kube-system", "berth-system", "team-a"} {
+				l := labels.Set{corev1.LabelMetadataName: ns}
+				if webhookNS.Matches(l) != configNS.Matches(l) || (ns != "team-a") == webhookNS.Matches(l) {
+					t.Errorf("webhook %s selects namespace %s: %v, the configuration: %v; want only team-a", w.Name, ns, webhookNS.Matches(l), configNS.Matches(l))
+				}
+			}
+		}
 	}
 	if len(hook.Webhooks) == 0 {
 		t.Error("the MutatingWebhookConfiguration has no webhooks")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,9 +22,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	berthconfig "github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	_ "github.com/berth-dev/berth/pkg/jobs/deployment"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	"github.com/berth-dev/berth/pkg/manager"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
@@ -35,7 +40,7 @@ var (
 	stopManager func()
 )
 
-var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset"}
+var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment"}
 
 func TestMain(m *testing.M) {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
@@ -92,8 +97,14 @@ func startManager(tune ...func(*manager.Options)) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	podNamespaces, err := metav1.LabelSelectorAsSelector(berthconfig.DefaultPodNamespaceSelector())
+	if err != nil {
+		cancel()
+		return err
+	}
 	opts := manager.Options{
 		Controllers:  controller.Options{WorkloadConcurrency: 4},
+		Jobs:         jobframework.Options{PodNamespaces: podNamespaces},
 		Integrations: integrations,
 	}
 	for _, t := range tune {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -41,10 +40,22 @@ type Server struct {
 	dir string
 }
 
-// RepoRoot is the root of the Berth repository.
+// RepoRoot is the root of the Berth repository: the directory above the
+// working directory (a test's package, or where go run was called) whose
+// go.mod is Berth's. Not the source file's path, which -trimpath hides.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if mod, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(mod), "module github.com/berth-dev/berth\n") {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("no Berth go.mod above " + dir)
+		}
+	}
 }
 
 // AssetsDir is where etcd, kube-apiserver and kubectl are: KUBEBUILDER_ASSETS

@@ -1,0 +1,57 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+)
+
+// +kubebuilder:webhook:path=/mutate-apps-v1-deployment,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps,resources=deployments,verbs=create;update,versions=v1,name=mdeployment.berth.dev,admissionReviewVersions=v1
+
+func init() {
+	jobframework.Register(&jobframework.Integration{
+		Name:        "deployment",
+		GVK:         appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		AddToScheme: appsv1.AddToScheme,
+		Setup: func(mgr ctrl.Manager, _ jobframework.Options) error {
+			return ctrl.NewWebhookManagedBy(mgr, &appsv1.Deployment{}).WithDefaulter(labeler{}).Complete()
+		},
+	})
+}
+
+// handedDown are the labels of a Deployment its pods carry as Berth reads
+// them.
+var handedDown = []string{berthv1alpha1.QueueNameLabel, berthv1alpha1.PriorityClassLabel}
+
+// labeler keeps the pod template's queue and priority labels those of the
+// Deployment: set when the Deployment has them, removed when it has not.
+// A change rolls the Deployment out, and its new pods queue where it says.
+type labeler struct{}
+
+var _ admission.Defaulter[*appsv1.Deployment] = labeler{}
+
+// Default hands the labels down.
+func (labeler) Default(_ context.Context, d *appsv1.Deployment) error {
+	if d == nil {
+		return fmt.Errorf("no Deployment in the request")
+	}
+	for _, k := range handedDown {
+		v, ok := d.Labels[k]
+		switch {
+		case ok:
+			if d.Spec.Template.Labels == nil {
+				d.Spec.Template.Labels = map[string]string{}
+			}
+			d.Spec.Template.Labels[k] = v
+		default:
+			delete(d.Spec.Template.Labels, k)
+		}
+	}
+	return nil
+}

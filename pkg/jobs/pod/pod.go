@@ -1,0 +1,202 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+)
+
+// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods;pods/resize,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1
+
+// podSetName is the name of a pod's only podset.
+const podSetName = "main"
+
+func init() {
+	jobframework.Register(&jobframework.Integration{
+		Name:               "pod",
+		GVK:                corev1.SchemeGroupVersion.WithKind("Pod"),
+		NewJob:             func() jobframework.GenericJob { return &Pod{} },
+		Wrap:               wrap,
+		AddToScheme:        corev1.AddToScheme,
+		HoldOnlyAtCreation: true,
+		Selects:            selects,
+	})
+}
+
+func wrap(obj client.Object) (jobframework.GenericJob, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("not a Pod: %T", obj)
+	}
+	return (*Pod)(p), nil
+}
+
+// selects holds a new pod in a selected namespace, unless a framework
+// Berth runs owns it: a Job's pods wait with their Job, not one by one.
+func selects(ctx context.Context, c client.Reader, obj client.Object, opts jobframework.Options) (bool, error) {
+	if owner := metav1.GetControllerOf(obj); owner != nil {
+		i, ok := jobframework.ForKind(schema.FromAPIVersionAndKind(owner.APIVersion, owner.Kind))
+		if ok && i.Wrap != nil && !i.HoldOnlyAtCreation {
+			return false, nil
+		}
+	}
+	if opts.PodNamespaces == nil {
+		return true, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); err != nil {
+		return false, fmt.Errorf("reading the labels of namespace %s: %w", obj.GetNamespace(), err)
+	}
+	return opts.PodNamespaces.Matches(labels.Set(ns.Labels)), nil
+}
+
+// Pod is a plain pod as Berth sees it.
+type Pod corev1.Pod
+
+var (
+	_ jobframework.GenericJob          = (*Pod)(nil)
+	_ jobframework.JobWithPodSpecs     = (*Pod)(nil)
+	_ jobframework.JobWithPodSetPaths  = (*Pod)(nil)
+	_ jobframework.JobWithHoldPath     = (*Pod)(nil)
+	_ jobframework.JobWithCreateChecks = (*Pod)(nil)
+)
+
+// Object is the Pod.
+func (p *Pod) Object() client.Object { return (*corev1.Pod)(p) }
+
+// IsSuspended reports whether the pod carries Berth's scheduling gate.
+func (p *Pod) IsSuspended() bool {
+	return slices.ContainsFunc(p.Spec.SchedulingGates, isAdmissionGate)
+}
+
+func isAdmissionGate(g corev1.PodSchedulingGate) bool { return g.Name == berthv1alpha1.AdmissionGate }
+
+// Suspend adds Berth's scheduling gate, and the label by which the
+// controller watches the pod. The API server takes the gate only on a pod
+// being created.
+func (p *Pod) Suspend() {
+	if !p.IsSuspended() {
+		p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1alpha1.AdmissionGate})
+	}
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[berthv1alpha1.ManagedLabel] = "true"
+}
+
+// PodSpecs is the pod's own spec.
+func (p *Pod) PodSpecs() []*corev1.PodSpec { return []*corev1.PodSpec{&p.Spec} }
+
+// PodSetPaths: a pod's count is always one, and its template is the pod.
+func (p *Pod) PodSetPaths(string) (count, template *field.Path) { return nil, nil }
+
+// HoldPath is the pod's scheduling gates.
+func (p *Pod) HoldPath() *field.Path { return field.NewPath("spec", "schedulingGates") }
+
+// ValidateOnCreate refuses a pod bound to a node by its creator: the API
+// server runs it there at once, gate or not.
+func (p *Pod) ValidateOnCreate() field.ErrorList {
+	if p.Spec.NodeName == "" {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"),
+		"a pod in a Berth queue is placed by the scheduler once admitted; it cannot name its node")}
+}
+
+// PodSets is one podset of one pod: the pod's labels, annotations and
+// spec, without Berth's gate.
+func (p *Pod) PodSets() ([]berthv1alpha1.PodSet, error) {
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(p.Labels), Annotations: maps.Clone(p.Annotations)},
+		Spec:       *p.Spec.DeepCopy(),
+	}
+	tmpl.Spec.SchedulingGates = slices.DeleteFunc(tmpl.Spec.SchedulingGates, isAdmissionGate)
+	if len(tmpl.Spec.SchedulingGates) == 0 {
+		tmpl.Spec.SchedulingGates = nil
+	}
+	tmpl.Spec.NodeName = ""
+	return []berthv1alpha1.PodSet{{Name: podSetName, Count: 1, Template: tmpl}}, nil
+}
+
+// RunWithPodSetsInfo removes Berth's gate and adds the admission's node
+// selector, tolerations, labels and annotations, all of which a gated pod
+// may still take. Nothing the pod has is removed.
+func (p *Pod) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
+	if len(infos) != 1 {
+		return fmt.Errorf("a pod has one podset, got %d", len(infos))
+	}
+	info := infos[0]
+	for k, v := range info.NodeSelector {
+		if have, ok := p.Spec.NodeSelector[k]; ok && have != v {
+			return fmt.Errorf("the pod's node selector has %s=%s, its flavor needs %s", k, have, v)
+		}
+	}
+	p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, isAdmissionGate)
+	if len(p.Spec.SchedulingGates) == 0 {
+		p.Spec.SchedulingGates = nil
+	}
+	p.Spec.NodeSelector = merged(p.Spec.NodeSelector, info.NodeSelector)
+	for _, t := range info.Tolerations {
+		if !slices.ContainsFunc(p.Spec.Tolerations, func(h corev1.Toleration) bool { return h.MatchToleration(&t) && h.Value == t.Value }) {
+			p.Spec.Tolerations = append(p.Spec.Tolerations, t)
+		}
+	}
+	p.Labels = merged(p.Labels, info.Labels)
+	p.Annotations = merged(p.Annotations, info.Annotations)
+	return nil
+}
+
+func merged(into, from map[string]string) map[string]string {
+	if len(from) == 0 {
+		return into
+	}
+	if into == nil {
+		into = make(map[string]string, len(from))
+	}
+	maps.Copy(into, from)
+	return into
+}
+
+// RestorePodSetsInfo changes nothing: a pod cannot take back what its
+// admission added. Berth deletes it instead.
+func (p *Pod) RestorePodSetsInfo([]jobframework.PodSetInfo) bool { return false }
+
+// Finished reports whether the pod succeeded or failed.
+func (p *Pod) Finished() (bool, bool, string) {
+	switch p.Status.Phase {
+	case corev1.PodSucceeded:
+		return true, true, "Pod succeeded"
+	case corev1.PodFailed:
+		msg := "Pod failed"
+		if p.Status.Message != "" {
+			msg += ": " + p.Status.Message
+		}
+		return true, false, msg
+	}
+	return false, false, ""
+}
+
+// PodsReady reports whether the pod is ready, or has succeeded.
+func (p *Pod) PodsReady() bool {
+	if p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
