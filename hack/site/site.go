@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -34,6 +35,8 @@ type page struct {
 	ids map[string]bool
 	// links are the destinations of the page's links, as written.
 	links []string
+	// images are the paths of the page's images, as written.
+	images []string
 }
 
 // frontMatter is what a page says of itself above its body.
@@ -102,7 +105,16 @@ func load(root, path string) (*page, error) {
 	if err := p.render(); err != nil {
 		return nil, fmt.Errorf("%s: %w", slug+".md", err)
 	}
-	return p, nil
+	var errs []error
+	for _, img := range p.images {
+		name, ok := strings.CutPrefix(img, "images/")
+		if !ok || name != filepath.Base(name) {
+			errs = append(errs, fmt.Errorf("%s.md: image %q: not a file of site/images", slug, img))
+		} else if _, err := os.Stat(filepath.Join(root, "site", "images", name)); err != nil {
+			errs = append(errs, fmt.Errorf("%s.md: image %q: %w", slug, img, err))
+		}
+	}
+	return p, errors.Join(errs...)
 }
 
 // splitFrontMatter parses the YAML between the first two "---" lines of
@@ -181,6 +193,8 @@ func (p *page) render() error {
 			dest := string(n.Destination)
 			p.links = append(p.links, dest)
 			n.Destination = []byte(htmlDestination(dest))
+		case *ast.Image:
+			p.images = append(p.images, string(n.Destination))
 		case *ast.RawHTML, *ast.HTMLBlock:
 			return ast.WalkStop, errors.New("raw HTML is not allowed: write Markdown")
 		}
@@ -246,7 +260,7 @@ func (s *site) checkLinks() error {
 }
 
 // write renders every page with root/site/layout.html into dir, with the
-// stylesheet next to them.
+// stylesheet and site/images next to them.
 func (s *site) write(root, dir string) error {
 	layout, err := template.ParseFiles(filepath.Join(root, "site", "layout.html"))
 	if err != nil {
@@ -266,6 +280,12 @@ func (s *site) write(root, dir string) error {
 		if err := os.WriteFile(filepath.Join(dir, p.Slug+".html"), b.Bytes(), 0o644); err != nil {
 			return err
 		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "images")); err != nil {
+		return err
+	}
+	if err := os.CopyFS(filepath.Join(dir, "images"), os.DirFS(filepath.Join(root, "site", "images"))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	css, err := os.ReadFile(filepath.Join(root, "site", "style.css"))
 	if err != nil {

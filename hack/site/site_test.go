@@ -43,8 +43,10 @@ func TestTheSiteBuilds(t *testing.T) {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "style.css")); err != nil {
-		t.Error(err)
+	for _, file := range []string{"style.css", "images/dashboard.png"} {
+		if _, err := os.Stat(filepath.Join(out, file)); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -81,6 +83,8 @@ func TestBuildRefusesWhatWouldBreakThePublishedSite(t *testing.T) {
 		"missing own heading":   {"---\ntitle: A\n---\nsee [below](#below)\n", `a.md has no heading #below`},
 		"repository file":       {"---\ntitle: A\n---\nsee [the README](../README.md)\n", `link "../README.md": no such page`},
 		"raw HTML":              {"---\ntitle: A\n---\n<div>hi</div>\n", "raw HTML is not allowed"},
+		"missing image":         {"---\ntitle: A\n---\n![x](images/none.png)\n", `image "images/none.png"`},
+		"image elsewhere":       {"---\ntitle: A\n---\n![x](../_output/x.png)\n", "not a file of site/images"},
 		"raw inline HTML":       {"---\ntitle: A\n---\nsome <b>bold</b>\n", "raw HTML is not allowed"},
 		"good links, no errors": {"---\ntitle: A\n---\n## Below\n[b](b.md#two-words), [below](#below), [k](https://kubernetes.io)\n", ""},
 	} {
