@@ -53,11 +53,12 @@ kube_ldflags() {
 build_kube() {
 	local mod=$ROOT/hack/tools/kube
 	if fresh kube "$K8S_BIN/kubectl" "$KUBE_VERSION" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
-	log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $KUBE_VERSION (several minutes cold)"
+	# kube-scheduler is not built: the local cluster runs berth-scheduler,
+	# kube-scheduler with Berth's plugins, in its place.
+	log "building kube-apiserver, kube-controller-manager, kubectl $KUBE_VERSION (several minutes cold)"
 	(cd "$mod" && go build -trimpath -ldflags "$(kube_ldflags)" -o "$K8S_BIN/" \
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler \
 		k8s.io/kubernetes/cmd/kubectl)
 	stamp kube
 }
