@@ -80,7 +80,7 @@ func WorkloadFor(obj client.Object) (*berthv1alpha1.Workload, error) {
 		return nil, fmt.Errorf("%s is not a kind Berth runs (known: %v)", gvk.Kind, Names())
 	}
 	if i.Wrap == nil {
-		return nil, fmt.Errorf("Berth queues the pods of a %s one by one, not the %s", gvk.Kind, gvk.Kind)
+		return nil, fmt.Errorf("the pods of a %s are queued one by one, not the %s itself", gvk.Kind, gvk.Kind)
 	}
 	job, err := i.Wrap(obj)
 	if err != nil {

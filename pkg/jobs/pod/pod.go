@@ -99,7 +99,8 @@ func (p *Pod) Suspend() {
 // PodSpecs is the pod's own spec.
 func (p *Pod) PodSpecs() []*corev1.PodSpec { return []*corev1.PodSpec{&p.Spec} }
 
-// PodSetPaths: a pod's count is always one, and its template is the pod.
+// PodSetPaths are nil: a pod's count is always one, and its template is
+// the pod itself.
 func (p *Pod) PodSetPaths(string) (count, template *field.Path) { return nil, nil }
 
 // HoldPath is the pod's scheduling gates.
