@@ -126,12 +126,35 @@ func TestJobReconciler(t *testing.T) {
 	condsAdmitted := map[string]string{berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True"}
 
 	cases := map[string]struct {
-		job          *batchv1.Job
-		workload     func(*batchv1.Job) *berthv1alpha1.Workload
-		objs         []client.Object
-		wantJob      jobState
-		wantWorkload workloadState
+		job      *batchv1.Job
+		workload func(*batchv1.Job) *berthv1alpha1.Workload
+		objs     []client.Object
+		// heldAtCreation makes the fake job one that can be held only when
+		// it is created, as a pod.
+		heldAtCreation bool
+		wantJob        jobState
+		wantWorkload   workloadState
 	}{
+		"a job held only at creation that runs without a Workload is not Berth's": {
+			job:            job().Obj(),
+			heldAtCreation: true,
+			wantJob:        jobState{Exists: true, Parallelism: 2},
+		},
+		"an evicted job held only at creation is deleted, and its Workload keeps the quota": {
+			job:            job().Obj(),
+			workload:       func(j *batchv1.Job) *berthv1alpha1.Workload { return evicted(admitted(workloadOf(j))).Obj() },
+			heldAtCreation: true,
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: map[string]string{
+				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadEvicted: "True",
+			}},
+		},
+		"a job held only at creation, admitted, runs": {
+			job:            suspended(job()).Obj(),
+			workload:       func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(j)).Obj() },
+			heldAtCreation: true,
+			wantJob:        jobState{Exists: true, Parallelism: 2, NodeSelector: h100, Workload: "job-j-"},
+			wantWorkload:   workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: condsAdmitted},
+		},
 		"a new suspended job gets its Workload": {
 			job:          suspended(job().PriorityClass("high")).Obj(),
 			objs:         []client.Object{utiltesting.MakeWorkloadPriorityClass("high", 100)},
@@ -305,7 +328,13 @@ func TestJobReconciler(t *testing.T) {
 				objs = append(objs, wl)
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&berthv1alpha1.Workload{}).Build()
-			r := &JobReconciler{client: c, writer: workloadwriter.NewUpdate(c), recorder: events.NewFakeRecorder(10), integration: fakeIntegration}
+			integration := fakeIntegration
+			if tc.heldAtCreation {
+				held := *fakeIntegration
+				held.HoldOnlyAtCreation = true
+				integration = &held
+			}
+			r := &JobReconciler{client: c, writer: workloadwriter.NewUpdate(c), recorder: events.NewFakeRecorder(10), integration: integration}
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.job)}); err != nil {
 				t.Fatal(err)
 			}
