@@ -56,10 +56,15 @@ func (r *run) startProfiles(ctx context.Context) (func() error, error) {
 	return measure.StartProfiles(ctx, r.cl.cfg, r.berth.pprofURL, r.opts.OutDir)
 }
 
+// finishesSeenWait bounds how long the end of a run waits for the watch
+// to show the last Finished writes.
+const finishesSeenWait = 10 * time.Second
+
 // conclude measures the run's end, once every workload finished or its
 // time ran out: a last sample, the recorder's result, the timelines, the
 // counters and the profiles.
 func (r *run) conclude(ctx context.Context, mon *monitor, endProfiles func() error) (result, measured, error) {
+	mon.rec.awaitFinishesSeen(finishesSeenWait)
 	mon.sample()
 	res := mon.rec.result()
 	writeTimelines(ctx, r.opts.OutDir, mon.rec, mon.samples)

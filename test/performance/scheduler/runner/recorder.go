@@ -188,6 +188,38 @@ func (r *recorder) observe(obj any) {
 	}
 }
 
+// awaitFinishesSeen waits, for at most d, until the watch has shown every
+// finished workload's Finished version. A finish counts when its write is
+// answered, which can come before the watch shows it, and the quota audit
+// replays only what the watch showed: a run that ends on its last answers
+// would audit without its last versions.
+func (r *recorder) awaitFinishesSeen(d time.Duration) {
+	expired := false
+	timer := time.AfterFunc(d, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		expired = true
+		r.changed.Broadcast()
+	})
+	defer timer.Stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !expired && r.ctx.Err() == nil && r.finishUnseen() {
+		r.changed.Wait()
+	}
+}
+
+// finishUnseen reports whether a workload finished that the watch has not
+// shown finished. Call it locked.
+func (r *recorder) finishUnseen() bool {
+	for _, rec := range r.records {
+		if rec.finished && (rec.latest == nil || !workload.IsFinished(rec.latest)) {
+			return true
+		}
+	}
+	return false
+}
+
 // watchRestarted records that the watch failed with err and its
 // informer lists the Workloads again: the versions written since the last
 // one seen may never be shown, so the quota audit stops there.

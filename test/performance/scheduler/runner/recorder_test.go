@@ -216,6 +216,45 @@ func TestRecorderLimitsFinishes(t *testing.T) {
 	}
 }
 
+// TestRecorderAwaitsTheWatchBeforeTheAudit: the recorder counts a finish
+// when its write is answered; the end of the run waits until the watch has
+// shown it, so that the audit replays the Finished version too.
+func TestRecorderAwaitsTheWatchBeforeTheAudit(t *testing.T) {
+	s := &scenario.Scenario{Workloads: []scenario.Planned{{Namespace: "q0", Name: "w", Runtime: time.Millisecond, RequestMilli: 1000}}}
+	wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "q0", Name: "w"}}
+	wl.Status.Admission = &berthv1alpha1.Admission{ClusterQueue: "q0"}
+	meta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: berthv1alpha1.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Test"})
+	scheme := runtime.NewScheme()
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&berthv1alpha1.Workload{}).WithObjects(wl.DeepCopy()).Build()
+	r := newRecorder(context.Background(), workloadwriter.NewUpdate(c), s, 0)
+	r.begin(time.Now())
+	stored := &berthv1alpha1.Workload{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(wl), stored); err != nil {
+		t.Fatal(err)
+	}
+	r.observe(stored)
+	select {
+	case <-r.done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the workload did not finish: %+v", r.count())
+	}
+	finished := &berthv1alpha1.Workload{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(wl), finished); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		r.observe(finished)
+	}()
+	r.awaitFinishesSeen(10 * time.Second)
+	if got := r.result().Quota.Versions; got != 2 {
+		t.Errorf("the audit replayed %d versions, want 2: the admission and the finish", got)
+	}
+}
+
 func workloadFinished(wl *berthv1alpha1.Workload) bool {
 	return meta.IsStatusConditionTrue(wl.Status.Conditions, berthv1alpha1.WorkloadFinished)
 }
