@@ -220,19 +220,27 @@ func (e *env) submitWithRetry(j jobSpec) {
 func (e *env) checkRunOnlyAdmitted(t *testing.T, jobs []jobSpec, timeout time.Duration) {
 	t.Helper()
 	restarted := time.Now()
+	readJobs := func(ctx context.Context) map[string]string {
+		return fields(get(ctx, "jobs", "-n", e.ns, "-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.resourceVersion}/{.spec.suspend}/{.status.conditions[?(@.type=="Complete")].status} {end}`))
+	}
 	eventually(t, "every job of the round complete", timeout, func(ctx context.Context) error {
-		jobState := fields(get(ctx, "jobs", "-n", e.ns, "-o", `jsonpath={range .items[*]}{.metadata.name}={.spec.suspend}/{.status.conditions[?(@.type=="Complete")].status} {end}`))
+		// The Workloads are read between two reads of the jobs: a job
+		// whose version did not change between them ran all along.
+		before := readJobs(ctx)
 		wlState := fields(get(ctx, "wl", "-n", e.ns, "-o", `jsonpath={range .items[*]}{.metadata.ownerReferences[0].name}={.status.conditions[?(@.type=="Admitted")].status}/{.status.conditions[?(@.type=="Finished")].status} {end}`))
+		after := readJobs(ctx)
 		pending := 0
 		for _, j := range jobs {
-			suspend, complete, _ := strings.Cut(jobState[j.name], "/")
+			version, state, _ := strings.Cut(after[j.name], "/")
+			suspend, complete, _ := strings.Cut(state, "/")
 			if complete == "True" {
 				continue
 			}
 			pending++
 			wl, ok := wlState[j.name]
 			admitted, finished, _ := strings.Cut(wl, "/")
-			if suspend == "false" && admitted != "True" && finished != "True" {
+			unchanged := strings.HasPrefix(before[j.name], version+"/")
+			if unchanged && suspend == "false" && admitted != "True" && finished != "True" {
 				t.Errorf("job %s runs while its Workload is not admitted (%q)", j.name, wl)
 			}
 			if !ok && time.Since(restarted) > time.Minute {

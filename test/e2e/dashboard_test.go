@@ -61,14 +61,26 @@ func browser(t *testing.T) context.Context {
 			t.Fatal("no chromium: install Debian's package chromium (hack/chromium.sh does)")
 		}
 	}
+	// Not t.TempDir: chromium's helper processes may still write to its
+	// profile for a moment after the browser has exited.
+	profile, err := os.MkdirTemp("", "berth-e2e-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path),
 		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
-		chromedp.UserDataDir(t.TempDir()))
+		chromedp.UserDataDir(profile))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
+		for range 20 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	// The first run starts the browser.
 	if err := chromedp.Run(ctx); err != nil {

@@ -108,7 +108,7 @@ func TestInferenceBorrowsTrainingsGPUs(t *testing.T) {
 	// Training took its 8 GPUs back: two replicas run on inference's own
 	// quota, and the four preempted ones came back gated, with the others.
 	e.waitPods("serve", 2, 6)
-	out, err := kubectl(t.Context(), "", "get", "events", "-n", e.ns, "--field-selector", "reason=Preempted", "-o", "jsonpath={.items[*].note}")
+	out, err := kubectl(t.Context(), "", "get", "events", "-n", e.ns, "--field-selector", "reason=Preempted", "-o", "jsonpath={.items[*].message}")
 	if err != nil || !strings.Contains(out, "Preempted in ClusterQueue "+inference) {
 		t.Errorf("no Preempted event on the inference pods: %q %v", out, err)
 	}
