@@ -59,7 +59,7 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 				info.NodeSelector = map[string]string{}
 			}
 			maps.Copy(info.NodeSelector, rf.Spec.NodeLabels)
-			info.Tolerations = appendMissing(info.Tolerations, rf.Spec.Tolerations)
+			info.Tolerations = AppendMissingTolerations(info.Tolerations, rf.Spec.Tolerations)
 		}
 		infos = append(infos, info)
 	}
@@ -107,7 +107,9 @@ func flavor(ctx context.Context, c client.Reader, seen map[berthv1alpha1.Resourc
 	return rf, nil
 }
 
-func appendMissing(have, add []corev1.Toleration) []corev1.Toleration {
+// AppendMissingTolerations appends to have the tolerations of add it does
+// not have yet.
+func AppendMissingTolerations(have, add []corev1.Toleration) []corev1.Toleration {
 	for _, t := range add {
 		if !slices.ContainsFunc(have, func(h corev1.Toleration) bool { return h.MatchToleration(&t) && h.Value == t.Value }) {
 			have = append(have, t)

@@ -149,11 +149,7 @@ func (p *Pod) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
 		p.Spec.SchedulingGates = nil
 	}
 	p.Spec.NodeSelector = merged(p.Spec.NodeSelector, info.NodeSelector)
-	for _, t := range info.Tolerations {
-		if !slices.ContainsFunc(p.Spec.Tolerations, func(h corev1.Toleration) bool { return h.MatchToleration(&t) && h.Value == t.Value }) {
-			p.Spec.Tolerations = append(p.Spec.Tolerations, t)
-		}
-	}
+	p.Spec.Tolerations = jobframework.AppendMissingTolerations(p.Spec.Tolerations, info.Tolerations)
 	p.Labels = merged(p.Labels, info.Labels)
 	p.Annotations = merged(p.Annotations, info.Annotations)
 	return nil
