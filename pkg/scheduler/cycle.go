@@ -11,6 +11,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/scheduler/flavorassigner"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -28,6 +29,8 @@ type entry struct {
 	// deactivated heads are dropped: the workload controller says why they
 	// wait and queues them again when they are activated.
 	deactivated bool
+	// released is the reservation the head held until its round began.
+	released *nomination
 }
 
 // cycle is the scratch state of one Schedule call.
@@ -92,12 +95,14 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		if len(heads) == 0 {
 			break
 		}
-		for _, h := range heads {
-			c.release(h.Info.Key)
+		released := make([]*nomination, len(heads))
+		for i, h := range heads {
+			released[i] = c.release(h.Info.Key)
 		}
 		entries := make([]entry, len(heads))
 		for i, h := range heads {
 			entries[i] = c.nominate(h)
+			entries[i].released = released[i]
 		}
 		sort.Slice(entries, func(i, j int) bool { return entryLess(&entries[i], &entries[j]) })
 		for i := range entries {
@@ -129,7 +134,11 @@ func (c *cycle) nominate(h queue.Head) entry {
 }
 
 // entryLess orders a round: considerable before inadmissible, fitting
-// without borrowing before borrowing, priority, queue time, key.
+// without borrowing before borrowing, a head that held a reservation
+// before one that did not, priority, queue time, key. The room a
+// preemptor's victims gave up goes to it, not to a head of another queue
+// that made no room: were it handed over, the victims would have been
+// evicted for nothing, and the preemptor would evict again.
 func entryLess(a, b *entry) bool {
 	if (a.assignment == nil) != (b.assignment == nil) {
 		return a.assignment != nil
@@ -137,13 +146,39 @@ func entryLess(a, b *entry) bool {
 	if a.assignment != nil && a.assignment.Borrows != b.assignment.Borrows {
 		return !a.assignment.Borrows
 	}
+	if (a.released != nil) != (b.released != nil) {
+		return a.released != nil
+	}
 	if !queue.Less(a.head.Info, b.head.Info) && !queue.Less(b.head.Info, a.head.Info) {
 		return a.head.ClusterQueue < b.head.ClusterQueue
 	}
 	return queue.Less(a.head.Info, b.head.Info)
 }
 
+// process decides e. If e's head held a reservation until its round and
+// the decision neither takes it again nor admits the head into it, what
+// was set aside because of it is tried again.
 func (c *cycle) process(ctx context.Context, e *entry) {
+	c.decide(ctx, e)
+	if n := e.released; n != nil && c.nominated[e.head.Info.Key] == nil && !c.admittedInto(e, n.held) {
+		c.freed(n)
+	}
+}
+
+// admittedInto reports whether e was just admitted with at least held.
+func (c *cycle) admittedInto(e *entry, held resources.Usage) bool {
+	if len(c.admissions) == 0 || c.admissions[len(c.admissions)-1].e != e {
+		return false
+	}
+	for fr, v := range held {
+		if e.assignment.Usage[fr] < v {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *cycle) decide(ctx context.Context, e *entry) {
 	info := e.head.Info
 	if e.deactivated {
 		c.queues.Done(e.head)

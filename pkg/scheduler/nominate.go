@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"maps"
+	"slices"
+
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/resources"
 )
@@ -15,11 +18,22 @@ import (
 // A reservation never admits anything, so it cannot overcommit; it only
 // holds quota back until the preemptor is popped again and decides anew.
 //
-// What the victims still hold is not reserved again: until they release
-// it, it is in use already, and counted twice it would take from the
-// cohort the quota other queues may use meanwhile, so that a queue
-// reclaiming its own quota would wait on a reservation for room the
-// victims occupy. The reservation grows as the victims release.
+// The reservation is never more than the preemptor's queue could take
+// now: what the victims still hold is in use already, and counted twice it
+// would take from the cohort the quota other queues may use meanwhile, so
+// that a queue reclaiming its own quota would wait on a reservation for
+// room the victims occupy. Nor does it count what victims in the
+// preemptor's own queue still hold, which they free for it alone. It does
+// take quota that is free already: the victims of other queues may give
+// back less than they hold (a lending limit keeps part of it theirs), and
+// the preemptor then needs the free quota too; left to another borrower,
+// it would make the preemptor evict again. The reservation grows as the
+// victims release.
+//
+// The reservation stands until the round in which the nominee is decided
+// again. In that round it goes before the other heads that, like it,
+// borrow, or, like it, do not, whatever their priority: the room its
+// victims gave up is its own.
 type nomination struct {
 	clusterQueue berthv1alpha1.ClusterQueueReference
 	// want is what the preemptor needs.
@@ -36,18 +50,26 @@ type victim struct {
 }
 
 // toHold is what n must hold back now: what it wants, less what its
-// victims still hold of the same flavors and resources.
+// victims in its own queue still hold, and no more than its queue could
+// take now.
 func (c *cycle) toHold(n *nomination) resources.Usage {
+	cq := c.snap.ClusterQueues[n.clusterQueue]
 	out := make(resources.Usage, len(n.want))
 	for fr, v := range n.want {
 		out[fr] = v
 	}
 	for _, vic := range n.victims {
+		if vic.clusterQueue != n.clusterQueue {
+			continue
+		}
 		for fr, v := range c.snap.Held(vic.clusterQueue, vic.key) {
 			if r, ok := out[fr]; ok {
 				out[fr] = max(0, r-v)
 			}
 		}
+	}
+	for fr, v := range out {
+		out[fr] = min(v, cq.Available(fr))
 	}
 	return out
 }
@@ -60,11 +82,17 @@ func (c *cycle) toHold(n *nomination) resources.Usage {
 // its reservation would keep that one from going. As with kube-scheduler's
 // nominated pods, the room goes to the higher priority; the nominee makes
 // room again when its turn comes.
+//
+// They are applied in the order of their keys: a reservation takes free
+// quota, so what one holds depends on those applied before it, and the
+// same state must give the same decisions.
 func (c *cycle) applyNominations() {
-	for key, n := range c.nominated {
+	for _, key := range slices.Sorted(maps.Keys(c.nominated)) {
+		n := c.nominated[key]
 		cq := c.snap.ClusterQueues[n.clusterQueue]
 		if cq == nil || !c.queues.Queued(key, n.clusterQueue) || c.queues.Overtaken(key, n.clusterQueue) {
 			delete(c.nominated, key)
+			c.freed(n)
 			continue
 		}
 		n.held = c.toHold(n)
@@ -72,12 +100,28 @@ func (c *cycle) applyNominations() {
 	}
 }
 
-// release gives up key's reservation, if any, before it is decided again.
-func (c *cycle) release(key string) {
-	if n, ok := c.nominated[key]; ok {
-		delete(c.nominated, key)
-		if cq := c.snap.ClusterQueues[n.clusterQueue]; cq != nil {
-			cq.Unreserve(n.held)
+// release gives up key's reservation, if any, before it is decided again,
+// and returns it.
+func (c *cycle) release(key string) *nomination {
+	n, ok := c.nominated[key]
+	if !ok {
+		return nil
+	}
+	delete(c.nominated, key)
+	if cq := c.snap.ClusterQueues[n.clusterQueue]; cq != nil {
+		cq.Unreserve(n.held)
+	}
+	return n
+}
+
+// freed tells the queues that n's reservation is given up for good: the
+// workloads of its cohort tree that were set aside while it held quota
+// back may fit now.
+func (c *cycle) freed(n *nomination) {
+	for _, v := range n.held {
+		if v > 0 {
+			c.queues.QueueInadmissible(n.clusterQueue)
+			return
 		}
 	}
 }

@@ -112,3 +112,72 @@ func TestOnePreemptorPerQueueAndCycle(t *testing.T) {
 		t.Errorf("low's message = %q, want it to contain %q", msg, want)
 	}
 }
+
+// TestNomineeKeepsTheRoomFromOtherQueues: a preemptor that borrows, and
+// evicted a borrower of another queue for it, gets the room, not a
+// borrower of a third queue of higher priority that could not make room
+// itself. Were it handed over, the victim would have been evicted for
+// nothing, and the preemptor would evict again.
+func TestNomineeKeepsTheRoomFromOtherQueues(t *testing.T) {
+	borrowLower := berthv1alpha1.ClusterQueuePreemption{
+		ReclaimWithinCohort: berthv1alpha1.PreemptionPolicyLowerPriority,
+		BorrowWithinCohort:  berthv1alpha1.BorrowWithinCohort{Policy: berthv1alpha1.PreemptionPolicyLowerPriority},
+	}
+	e := newEnv(envInputs{
+		flavors: gpuFlavors(),
+		// 6 GPUs, all in use; l lends its 2.
+		queues: []*berthv1alpha1.ClusterQueue{
+			gpuCQ("a", "c", gpus("h100", "2")).Preemption(borrowLower).Obj(),
+			gpuCQ("b", "c", gpus("h100", "0")).Obj(),
+			gpuCQ("o", "c", gpus("h100", "2")).Obj(),
+			gpuCQ("l", "c", gpus("h100", "2")).Obj(),
+		},
+		admitted: []*berthv1alpha1.Workload{
+			mkWL("keep", "ns").Priority(10).Request(1, "nvidia.com/gpu", "2").AdmittedIn("a", "h100").Obj(),
+			mkWL("bw", "ns").Request(1, "nvidia.com/gpu", "2").AdmittedIn("b", "h100").Obj(),
+			mkWL("y", "ns").Priority(10).Request(1, "nvidia.com/gpu", "2").AdmittedIn("o", "h100").Obj(),
+		},
+		// Both would borrow; h has the higher priority but may not preempt.
+		pending: []*berthv1alpha1.Workload{
+			mkWL("p", "ns").Queue("a").Priority(3).Request(1, "nvidia.com/gpu", "2").Obj(),
+			mkWL("h", "ns").Queue("o").Priority(5).Request(1, "nvidia.com/gpu", "2").Obj(),
+		},
+	})
+	ctx := context.Background()
+	e.sched.Schedule(ctx)
+	if diff := cmp.Diff([]string{"ns/bw"}, e.victims()); diff != "" {
+		t.Fatalf("victims (-want +got):\n%s", diff)
+	}
+	e.cache.DeleteWorkload("ns/bw")
+	e.queues.QueueInadmissible("b")
+	e.sched.Schedule(ctx)
+	if _, ok := e.applier.admitted["ns/p"]; !ok {
+		t.Errorf("the preemptor was not admitted into the room its victim left; pending: %v", e.applier.pending)
+	}
+	if _, ok := e.applier.admitted["ns/h"]; ok {
+		t.Error("h, of another queue, took the room p's victim left")
+	}
+}
+
+// TestGivenUpNominationWakesItsTree: a head set aside because a
+// nomination held quota back is tried again when the nominee is admitted
+// elsewhere and gives the reservation up.
+func TestGivenUpNominationWakesItsTree(t *testing.T) {
+	e := reclaimEnv(mkWL("p", "ns").Queue("a").Request(1, "nvidia.com/gpu", "2").Obj())
+	ctx := context.Background()
+	e.sched.Schedule(ctx)
+	victims := e.victims()
+	e.release(victims[0])
+	// p now holds the GPU its first victim released; b4 is set aside.
+	e.sched.Schedule(ctx)
+	if _, ok := e.applier.admitted["ns/b4"]; ok {
+		t.Fatal("b4 took the GPU held for p")
+	}
+	// p is deleted: its hold is given up when its queue is next looked at.
+	e.queues.DeleteWorkload("ns/p")
+	e.sched.Schedule(ctx)
+	e.sched.Schedule(ctx)
+	if _, ok := e.applier.admitted["ns/b4"]; !ok {
+		t.Errorf("b4 still waits after the hold was given up: %q", e.applier.pending["ns/b4"])
+	}
+}

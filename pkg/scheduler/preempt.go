@@ -29,7 +29,12 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueWaiting)
 		return
 	}
-	targets := preemption.FindTargets(c.snap, e.cq, info, e.assignment)
+	targets, late := preemption.FindTargets(c.snap, e.cq, info, e.assignment)
+	if late {
+		msg := "The workload does not fit; it chooses whom to preempt in the next cycle, when the workloads admitted in this one can be chosen too: " + e.assignment.Message()
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueRetry)
+		return
+	}
 	if log := logr.FromContextOrDiscard(ctx).V(2); log.Enabled() {
 		for _, t := range targets {
 			log.Info("Preemption target", "preemptor", info.Key, "target", t.Info.Key, "evicting", t.Info.Evicting, "reason", t.Reason)

@@ -33,6 +33,16 @@ func FuzzSchedule(f *testing.F) {
 	for _, seed := range []int64{0, 7, 42, 1234, 99991} {
 		f.Add(seed, uint8(10))
 	}
+	// Scenarios that once found a preemption cycle or a workload left
+	// waiting beside free quota.
+	f.Add(int64(4516), uint8(23))
+	f.Add(int64(9126), uint8(15))
+	f.Add(int64(16493), uint8(23))
+	f.Add(int64(21212), uint8(31))
+	f.Add(int64(40650), uint8(19))
+	f.Add(int64(56098), uint8(11))
+	f.Add(int64(679), uint8(19))
+	f.Add(int64(15816), uint8(27))
 	f.Fuzz(func(t *testing.T, seed int64, steps uint8) {
 		if err := runScenario(seed, int(steps%32)+1, 4); err != nil {
 			t.Fatal(err)

@@ -205,6 +205,44 @@ func TestSchedule(t *testing.T) {
 			wantPreempted: map[string]string{"ns/b-low": berthv1alpha1.ReasonInCohortReclaimWhileBorrowing},
 			wantPending:   map[string]string{"ns/a1": "Pending: Preempting 1 workloads to make room"},
 		},
+		"a borrowing preemptor leaves other queues their nominal quota": {
+			// b borrows 3 GPUs from d; the only set of victims that frees 4
+			// includes b-big, and would leave b below its nominal quota, whose
+			// own work could reclaim it back from a's borrower at once.
+			in: envInputs{
+				queues: []*berthv1alpha1.ClusterQueue{gpuCQ("a", "c", gpus("h100", "3")).Preemption(borrowLower).Obj(), gpuCQ("b", "c", gpus("h100", "4")).Obj(), gpuCQ("d", "c", gpus("h100", "0")).Obj()},
+				admitted: []*berthv1alpha1.Workload{
+					mkWL("b-big", "ns").Priority(2).Request(1, "nvidia.com/gpu", "4").AdmittedIn("b", "h100").Obj(),
+					mkWL("b-two", "ns").Priority(2).Request(1, "nvidia.com/gpu", "2").AdmittedIn("b", "h100").Obj(),
+					mkWL("b-one", "ns").Priority(2).Request(1, "nvidia.com/gpu", "1").AdmittedIn("b", "h100").Obj(),
+				},
+				pending: []*berthv1alpha1.Workload{mkWL("a1", "ns").Queue("a").Priority(3).Request(1, "nvidia.com/gpu", "4").Obj()},
+			},
+			wantPending: map[string]string{"ns/a1": "Pending: The workload does not fit, and no workload may be preempted to make room: podset main: flavor h100: needs 4 nvidia.com/gpu, 0 available (nominal 3, in use 0, cohort can lend 0)"},
+		},
+		"a workload does not preempt in its own queue so as to borrow": {
+			in: envInputs{
+				queues: []*berthv1alpha1.ClusterQueue{gpuCQ("q", "c", gpus("h100", "4")).Preemption(lowerPriority).Obj(), gpuCQ("lender", "c", gpus("h100", "2")).Obj()},
+				admitted: []*berthv1alpha1.Workload{
+					mkWL("low", "ns").Request(1, "nvidia.com/gpu", "2").AdmittedIn("q", "h100").Obj(),
+					mkWL("keep", "ns").Priority(10).Request(1, "nvidia.com/gpu", "2").AdmittedIn("q", "h100").Obj(),
+				},
+				pending: []*berthv1alpha1.Workload{mkWL("p", "ns").Queue("q").Priority(5).Request(1, "nvidia.com/gpu", "3").Obj()},
+			},
+			wantPending: map[string]string{"ns/p": "Pending: The workload does not fit, and no workload may be preempted to make room: podset main: flavor h100: needs 3 nvidia.com/gpu, 2 available (nominal 4, in use 4, cohort can lend 2)"},
+		},
+		"whenCanPreempt MayStopSearch keeps an earlier flavor that borrows": {
+			in: envInputs{
+				queues: []*berthv1alpha1.ClusterQueue{
+					gpuCQ("q", "c", gpus("h100", "2"), gpus("a100", "4")).Preemption(lowerPriority).
+						Fungibility(berthv1alpha1.FlavorFungibility{WhenCanBorrow: berthv1alpha1.TryNextFlavor, WhenCanPreempt: berthv1alpha1.MayStopSearch}).Obj(),
+					gpuCQ("lender", "c", gpus("h100", "8")).Obj(),
+				},
+				admitted: []*berthv1alpha1.Workload{mkWL("low", "ns").Request(1, "nvidia.com/gpu", "4").AdmittedIn("q", "a100").Obj()},
+				pending:  []*berthv1alpha1.Workload{mkWL("a", "ns").Queue("q").Priority(10).Request(1, "nvidia.com/gpu", "4").Obj()},
+			},
+			wantAdmitted: map[string]string{"ns/a": "q: main=1 nvidia.com/gpu:h100"},
+		},
 		"minimal set of victims": {
 			in: envInputs{
 				queues: []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "6")).Preemption(lowerPriority).Obj()},

@@ -182,7 +182,10 @@ func (as *assigner) coveredResource(r corev1.ResourceName) bool {
 
 // chooseFlavor walks the group's flavors in order, applying the queue's
 // flavorFungibility; without a flavor that fits outright it takes the best
-// seen: borrowing before preemption, earlier flavors first.
+// seen: borrowing before preemption, earlier flavors first. Stopping at a
+// flavor that needs preemption still takes an earlier one that borrows:
+// otherwise a preemptor can free quota in one flavor, move on to preempt
+// in the next while its victims take the first back, and never run.
 func (as *assigner) chooseFlavor(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup) (berthv1alpha1.ResourceFlavorReference, Mode) {
 	fung := as.cq.FlavorFungibility
 	var best berthv1alpha1.ResourceFlavorReference
@@ -196,7 +199,7 @@ func (as *assigner) chooseFlavor(ps *workload.PodSetInfo, psa *PodSetAssignment,
 		case mode == Fit,
 			mode == Borrow && fung.WhenCanBorrow == berthv1alpha1.MayStopSearch,
 			mode == Preempt && fung.WhenCanPreempt == berthv1alpha1.MayStopSearch:
-			return f, mode
+			return best, bestMode
 		}
 	}
 	return best, bestMode

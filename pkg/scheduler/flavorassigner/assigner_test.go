@@ -18,6 +18,7 @@ func TestAssign(t *testing.T) {
 	within := berthv1alpha1.ClusterQueuePreemption{WithinClusterQueue: berthv1alpha1.PreemptionPolicyLowerPriority}
 	cases := map[string]struct {
 		cq          *berthv1alpha1.ClusterQueue
+		peers       []*berthv1alpha1.ClusterQueue
 		admitted    []*berthv1alpha1.Workload
 		wl          *berthv1alpha1.Workload
 		wantMode    Mode
@@ -41,6 +42,14 @@ func TestAssign(t *testing.T) {
 			admitted: []*berthv1alpha1.Workload{utiltesting.MakeWorkload("x", "ns").Request(1, "nvidia.com/gpu", "4").AdmittedIn("q", "h100").Obj()},
 			wl:       utiltesting.MakeWorkload("a", "ns").Request(1, "nvidia.com/gpu", "1").Obj(),
 			wantMode: Preempt, wantBorrows: true, wantCounts: []int32{1}, wantFlavors: []string{"h100"},
+		},
+		"a flavor that borrows beats a later one that preempts": {
+			cq: utiltesting.MakeClusterQueue("q").Cohort("c").ResourceGroup(gpuQuota("h100", "1"), gpuQuota("a100", "4")).Preemption(within).
+				Fungibility(berthv1alpha1.FlavorFungibility{WhenCanBorrow: berthv1alpha1.TryNextFlavor, WhenCanPreempt: berthv1alpha1.MayStopSearch}).Obj(),
+			peers:    []*berthv1alpha1.ClusterQueue{utiltesting.MakeClusterQueue("lender").Cohort("c").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "0")).Obj()},
+			admitted: []*berthv1alpha1.Workload{utiltesting.MakeWorkload("x", "ns").Request(1, "nvidia.com/gpu", "4").AdmittedIn("q", "a100").Obj()},
+			wl:       utiltesting.MakeWorkload("a", "ns").Request(1, "nvidia.com/gpu", "2").Obj(),
+			wantMode: Borrow, wantBorrows: true, wantCounts: []int32{1}, wantFlavors: []string{"h100"},
 		},
 		"node selector excludes a flavor": {
 			cq: utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "4")).Obj(),
@@ -66,6 +75,9 @@ func TestAssign(t *testing.T) {
 				c.AddOrUpdateResourceFlavor(rf)
 			}
 			c.AddOrUpdateClusterQueue(tc.cq)
+			for _, cq := range tc.peers {
+				c.AddOrUpdateClusterQueue(cq)
+			}
 			for _, w := range tc.admitted {
 				c.AddOrUpdateWorkload(w)
 			}

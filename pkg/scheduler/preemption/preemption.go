@@ -29,22 +29,33 @@ type candidate struct {
 // after which wl fits without borrowing (reclaiming lent quota), then, if
 // the queue's borrowWithinCohort allows, for one where wl borrows.
 // Workloads already being evicted are always candidates, first: their
-// quota is on its way back, so waiting for it preempts nothing new.
-// Workloads admitted in the current cycle are never candidates: evicting
-// a workload before its admission is even written only churns. Neither
-// are victims claimed by an earlier preemptor of the cycle.
-func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a *flavorassigner.Assignment) []Target {
+// quota is on its way back, so waiting for them preempts nothing new.
+// Victims claimed by an earlier preemptor of the cycle are not candidates.
+//
+// Workloads admitted in the current cycle cannot be candidates either:
+// evicting a workload before its admission is even written only churns.
+// When one of them would be a candidate, FindTargets returns nil and late:
+// the preemptor should choose in the next cycle. Choosing now, without
+// it, takes others instead, often the very workload that just made room
+// for the preemptor's queue by reclaiming, and the two take turns.
+func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a *flavorassigner.Assignment) (targets []Target, late bool) {
 	needed := insufficient(cq, a.Usage)
 	if len(needed) == 0 {
-		return nil
+		return nil, false
 	}
-	if t := search(cq, a.Usage, candidates(s, cq, wl, needed, false), false); t != nil {
-		return t
+	for _, borrowing := range []bool{false, true} {
+		if borrowing && cq.Cohort() == nil {
+			break
+		}
+		cands, late := candidates(s, cq, wl, needed, borrowing)
+		if late {
+			return nil, true
+		}
+		if t := search(cq, a.Usage, cands, borrowing); t != nil {
+			return t, false
+		}
 	}
-	if cq.Cohort() == nil {
-		return nil
-	}
-	return search(cq, a.Usage, candidates(s, cq, wl, needed, true), true)
+	return nil, false
 }
 
 // insufficient lists the flavor/resources where u does not fit in cq.
@@ -82,16 +93,25 @@ func borrowingInAny(cq *cache.ClusterQueue, frs map[resources.FlavorResource]boo
 
 // candidates lists the allowed victims in preference order: already
 // evicting first, then workloads of other queues, then lower priority,
-// then the most recently admitted.
-func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) []candidate {
-	var out []candidate
-	relevant := func(info *workload.Info) bool {
-		return usesAny(info, needed) && !s.AddedInCycle(info.Key) && !s.Claimed(info.Key)
+// then the most recently admitted. late reports an allowed victim left out
+// because it was admitted in the current cycle.
+func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) (out []candidate, late bool) {
+	add := func(info *workload.Info, in *cache.ClusterQueue, reason string, allowed bool) {
+		if !usesAny(info, needed) || s.Claimed(info.Key) || !(info.Evicting || allowed) {
+			return
+		}
+		if s.AddedInCycle(info.Key) {
+			late = true
+			return
+		}
+		out = append(out, candidate{info: info, cq: in, reason: reason})
 	}
 	for _, info := range cq.Workloads() {
-		if relevant(info) && (info.Evicting || allowedWithin(cq.Preemption.WithinClusterQueue, wl, info)) {
-			out = append(out, candidate{info: info, cq: cq, reason: berthv1alpha1.ReasonInClusterQueue})
-		}
+		// Within its own queue a preemptor makes room only up to the
+		// nominal quota: preempting there so as to borrow would let the
+		// victim's place be taken by the cohort, and the quota the
+		// preemptor borrows be reclaimed, in turns without end.
+		add(info, cq, berthv1alpha1.ReasonInClusterQueue, !borrowing && allowedWithin(cq.Preemption.WithinClusterQueue, wl, info))
 	}
 	if root := cq.Root(); root != nil {
 		reason := berthv1alpha1.ReasonInCohortReclamation
@@ -106,14 +126,12 @@ func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, ne
 				continue
 			}
 			for _, info := range other.Workloads() {
-				if relevant(info) && (info.Evicting || allowedInCohort(cq.Preemption, borrowing, wl, info)) {
-					out = append(out, candidate{info: info, cq: other, reason: reason})
-				}
+				add(info, other, reason, allowedInCohort(cq.Preemption, borrowing, wl, info))
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return before(out[i], out[j], cq) })
-	return out
+	return out, late
 }
 
 func before(a, b candidate, cq *cache.ClusterQueue) bool {
@@ -168,10 +186,13 @@ func allowedInCohort(p berthv1alpha1.ClusterQueuePreemption, borrowing bool, wl,
 // wholly above their queue's nominal quota. Taking more from a queue than
 // it borrows leaves it below its nominal quota with its own work waiting,
 // and that work reclaims in turn from a third queue: one reclaim sets off
-// a chain. Only when surplus is not enough is any borrowing queue's
-// workload taken.
+// a chain. Only when surplus is not enough, and wl would not borrow, is
+// any borrowing queue's workload taken: a borrower that left another
+// queue below its nominal quota would be preempted back by the queue's
+// own work, which may reclaim from borrowers at any priority, and the
+// two would take turns without either finishing.
 func search(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing bool) []Target {
-	if t := searchOnce(cq, u, cands, borrowing, true); t != nil {
+	if t := searchOnce(cq, u, cands, borrowing, true); t != nil || borrowing {
 		return t
 	}
 	return searchOnce(cq, u, cands, borrowing, false)
