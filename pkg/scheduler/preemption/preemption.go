@@ -97,7 +97,7 @@ func borrowingInAny(cq *cache.ClusterQueue, frs map[resources.FlavorResource]boo
 // because it was admitted in the current cycle.
 func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, needed map[resources.FlavorResource]bool, borrowing bool) (out []candidate, late bool) {
 	add := func(info *workload.Info, in *cache.ClusterQueue, reason string, allowed bool) {
-		if !usesAny(info, needed) || s.Claimed(info.Key) || !(info.Evicting || allowed) {
+		if !usesAny(info, needed) || s.Claimed(info.Key) || (!info.Evicting && !allowed) {
 			return
 		}
 		if s.AddedInCycle(info.Key) {
