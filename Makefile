@@ -113,6 +113,11 @@ perf: ## Run the scheduler benchmark's baseline (15,000 workloads); summary in _
 perf-large: ## Run the scheduler benchmark's large scenario (50,000 workloads); summary in _output/perf/large.
 	hack/perf.sh large $(PERF_FLAGS)
 
+.PHONY: perf-pods
+perf-pods: ## On the local cluster (started if need be): admit 1,000 single pods, then 1,000 one-pod Jobs; admissions per second and controller CPU per admission.
+	hack/local-up.sh
+	go test -count=1 -run '^$$' -bench AdmitPodsBesideJobs -benchtime 1x -timeout 30m ./test/e2e/
+
 .PHONY: perf-check
 perf-check: ## Fail when the last baseline summary misses the benchmark's targets.
 	go run ./test/performance/scheduler/cmd/perf check

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The newcomer's first command: starts the local cluster with Berth, applies
 # config/samples and walks through admission, borrowing, reclaim by
-# preemption and a waiting job, printing what kubectl shows at each step.
+# preemption and a waiting job, then an inference Deployment that borrows
+# training's GPUs and gives them back, printing what kubectl shows at each
+# step.
 # It leaves the cluster up.
 set -euo pipefail
 
@@ -11,9 +13,11 @@ kubectl() { "$ROOT/bin/k8s/kubectl" "$@"; }
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { echo "\$ kubectl $*"; kubectl "$@"; }
 
-# job NAME QUEUE PRIORITY PODS GPUS_PER_POD submits a GPU job that runs two
-# minutes once admitted.
+# job NAME QUEUE PRIORITY PODS GPUS_PER_POD [FAMILY] submits a GPU job that
+# runs two minutes once admitted, on nodes of the GPU family if one is given.
 job() {
+	local selector=""
+	[[ -n ${6:-} ]] && selector="nodeSelector: {gpu.berth.dev/family: $6}"
 	kubectl apply -f - >/dev/null <<YAML
 apiVersion: batch/v1
 kind: Job
@@ -29,6 +33,7 @@ spec:
       annotations: {pod-complete.stage.kwok.x-k8s.io/delay: "120s"}
     spec:
       restartPolicy: Never
+      $selector
       containers:
       - name: main
         image: registry.example/$1:latest
@@ -36,7 +41,43 @@ spec:
           requests: {cpu: "4", memory: 32Gi, nvidia.com/gpu: "$5"}
           limits: {nvidia.com/gpu: "$5"}
 YAML
-	echo "submitted job $1: $4 pods x $5 GPUs to queue $2, priority $3"
+	echo "submitted job $1: $4 pods x $5 ${6:+$6 }GPUs to queue $2, priority $3"
+}
+
+# deployment NAME REPLICAS applies an inference Deployment in queue
+# inference whose replicas need 2 H100 GPUs each.
+deployment() {
+	kubectl apply -f - >/dev/null <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: $1
+  namespace: default
+  labels: {berth.dev/queue-name: inference, berth.dev/priority-class: production}
+spec:
+  replicas: $2
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec:
+      nodeSelector: {gpu.berth.dev/family: h100}
+      containers:
+      - name: serve
+        image: registry.example/$1:latest
+        resources:
+          requests: {cpu: "4", memory: 32Gi, nvidia.com/gpu: "2"}
+          limits: {nvidia.com/gpu: "2"}
+YAML
+	echo "applied deployment $1: $2 replicas x 2 H100 GPUs in queue inference"
+}
+
+# replicas APP RUNNING GATED says whether that many of the app's pods are
+# bound to a node and that many wait behind Berth's scheduling gate.
+replicas() {
+	local pods
+	# DELETION|NODE|GATES, a line per pod; pods being deleted do not count.
+	pods=$(kubectl get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}|{.spec.nodeName}|{.spec.schedulingGates[*].name}{"\n"}{end}' | grep '^|' || true)
+	[[ $(grep -c '^|[^|]' <<<"$pods") == "$2" ]] && [[ $(grep -c 'berth.dev/admission' <<<"$pods") == "$3" ]]
 }
 
 # poll WHAT CHECK [ARGS...] runs CHECK until it succeeds, for at most 30
@@ -96,7 +137,8 @@ why() {
 }
 
 "$ROOT/hack/local-up.sh"
-kubectl delete jobs,events --all -n default --wait=false >/dev/null 2>&1 || true
+(cd "$ROOT" && go build -o bin/ ./cmd/kubectl-berth)
+kubectl delete jobs,deployments,events --all -n default --wait=false >/dev/null 2>&1 || true
 
 step "The simulated nodes"
 show get nodes -L gpu.berth.dev/family,node.berth.dev/pool
@@ -131,6 +173,28 @@ counted lq training 1 2
 counted cq team-b 0 1
 why giant
 show get cq,lq,wl
+
+step "Inference borrows training's idle H100s: a Deployment in queue inference, each replica a Workload"
+kubectl delete jobs --all -n default --wait=false >/dev/null
+counted cq team-a 0 0
+counted cq team-b 0 0
+deployment chat 8
+poll "8 replicas of chat running" replicas chat 8 0
+kubectl scale deployment chat -n default --replicas=12 >/dev/null
+echo "scaled deployment chat to 12 replicas: 24 GPUs, team B has 16 H100 GPUs of its own"
+poll "12 replicas of chat running" replicas chat 12 0
+counted cq team-b 0 12
+show get cq
+echo "team-b H100 GPUs in use and borrowed: $(kubectl get cq team-b -o jsonpath='{.status.flavorsUsage[0].resources[2]}')"
+
+step "Training needs its H100s: a job reclaims them, and the replicas beyond inference's quota wait, gated"
+job pretrain training research 8 2 h100
+wait_for pretrain Admitted
+poll "8 replicas of chat running and 4 gated" replicas chat 8 4
+show get pods -l app=chat -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,GATES:.spec.schedulingGates[*].name'
+gated=$(kubectl get pods -l app=chat -o jsonpath='{range .items[?(@.spec.schedulingGates[0].name=="berth.dev/admission")]}{.metadata.name}{"\n"}{end}' | head -1)
+echo "\$ kubectl berth why pod/$gated"
+"$ROOT/bin/kubectl-berth" why "pod/$gated" -n default
 
 step "The cluster is up"
 echo "Use it:   export KUBECONFIG=$KUBECONFIG"

@@ -97,7 +97,7 @@ func withReplicas(t *testing.T) (replica, replica) {
 }
 
 // controllerPID is the pid of the local cluster's single controller.
-func controllerPID(t *testing.T) int {
+func controllerPID(t testing.TB) int {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(root, "_output", "local", "berth", "pid"))
 	if err != nil {

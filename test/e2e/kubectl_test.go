@@ -56,7 +56,7 @@ func kubectl(ctx context.Context, stdin string, args ...string) (string, error) 
 }
 
 // apply applies YAML and fails the test on error.
-func apply(t *testing.T, yaml string) {
+func apply(t testing.TB, yaml string) {
 	t.Helper()
 	if _, err := kubectl(t.Context(), yaml, "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func get(ctx context.Context, args ...string) string {
 }
 
 // eventually polls check until it returns nil or the timeout passes.
-func eventually(t *testing.T, what string, timeout time.Duration, check func(ctx context.Context) error) {
+func eventually(t testing.TB, what string, timeout time.Duration, check func(ctx context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
@@ -92,14 +92,14 @@ func eventually(t *testing.T, what string, timeout time.Duration, check func(ctx
 
 // env is a test's own namespace and names.
 type env struct {
-	t  *testing.T
+	t  testing.TB
 	ns string
 	id int32
 }
 
 // newEnv creates a namespace that is deleted with everything in it when
 // the test ends.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	id := seq.Add(1)
 	e := &env{t: t, ns: fmt.Sprintf("e2e-%d-%d", os.Getpid()%10000, id), id: id}
 	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+e.ns+"\n")
