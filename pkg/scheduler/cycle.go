@@ -95,6 +95,10 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		if len(heads) == 0 {
 			break
 		}
+		// Every head's reservation is given up before any head is
+		// assigned: a head assigned first would see the room still held,
+		// not fit, and sort ahead of the nominee as a head that does not
+		// borrow, to find the room free when its turn came.
 		released := make([]*nomination, len(heads))
 		for i, h := range heads {
 			released[i] = c.release(h.Info.Key)
