@@ -30,7 +30,9 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/deployment"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
+	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	"github.com/berth-dev/berth/pkg/manager"
 	"github.com/berth-dev/berth/pkg/workload"
 )

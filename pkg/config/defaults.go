@@ -13,7 +13,8 @@ import (
 // DefaultFrameworks returns the frameworks managed when the configuration
 // names none.
 func DefaultFrameworks() []string {
-	return []string{configv1alpha1.FrameworkBatchJob, configv1alpha1.FrameworkJobSet, configv1alpha1.FrameworkPod, configv1alpha1.FrameworkDeployment}
+	return []string{configv1alpha1.FrameworkBatchJob, configv1alpha1.FrameworkJobSet, configv1alpha1.FrameworkPod, configv1alpha1.FrameworkDeployment,
+		configv1alpha1.FrameworkStatefulSet, configv1alpha1.FrameworkLeaderWorkerSet}
 }
 
 // DefaultPodNamespaceSelector selects every namespace but kube-system and

@@ -36,7 +36,7 @@ func defaulted() *configv1alpha1.Configuration {
 			MutatingWebhookConfigurationName:   "berth-mutating-webhook-configuration",
 		},
 		Integrations: configv1alpha1.Integrations{
-			Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment"},
+			Frameworks: []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"},
 			PodOptions: &configv1alpha1.PodIntegrationOptions{NamespaceSelector: &metav1.LabelSelector{
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: "NotIn", Values: []string{"kube-system", "berth-system"}}},
 			}},

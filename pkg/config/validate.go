@@ -170,9 +170,11 @@ func validateFrameworks(frameworks []string, path *field.Path) field.ErrorList {
 		}
 		seen.Insert(f)
 	}
-	if i := slices.Index(frameworks, configv1alpha1.FrameworkDeployment); i >= 0 && !seen.Has(configv1alpha1.FrameworkPod) {
-		errs = append(errs, field.Invalid(path.Index(i), configv1alpha1.FrameworkDeployment,
-			"needs the framework "+configv1alpha1.FrameworkPod+": a Deployment's replicas are queued as pods"))
+	for _, f := range []string{configv1alpha1.FrameworkDeployment, configv1alpha1.FrameworkStatefulSet, configv1alpha1.FrameworkLeaderWorkerSet} {
+		if i := slices.Index(frameworks, f); i >= 0 && !seen.Has(configv1alpha1.FrameworkPod) {
+			errs = append(errs, field.Invalid(path.Index(i), f,
+				"needs the framework "+configv1alpha1.FrameworkPod+": its replicas are queued as pods"))
+		}
 	}
 	return errs
 }

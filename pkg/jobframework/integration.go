@@ -36,6 +36,13 @@ type Integration struct {
 	// are held only in the configured namespaces, and only when no other
 	// framework runs them.
 	Selects func(ctx context.Context, c client.Reader, job client.Object, opts Options) (bool, error)
+	// GroupLabel, when set, gathers the objects of the kind that carry
+	// it into composed jobs, one for each of its values in a namespace:
+	// the pods of a pod group. Their Workloads carry it too.
+	GroupLabel string
+	// LoadGroup reads the composed job named by a GroupLabel value; nil
+	// when no object carries it any more.
+	LoadGroup func(ctx context.Context, c client.Reader, namespace, name string) (ComposedJob, error)
 	// Setup, when set, replaces the job reconciler and webhooks: for a kind
 	// whose pods another integration queues, such as a Deployment's, whose
 	// webhook only hands its queue label down to its pods. NewJob and Wrap

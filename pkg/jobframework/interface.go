@@ -1,7 +1,10 @@
 package jobframework
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -28,6 +31,38 @@ type GenericJob interface {
 	PodSets() ([]berthv1alpha1.PodSet, error)
 	// PodsReady reports whether all the pods the job runs at once are ready.
 	PodsReady() bool
+}
+
+// ComposedJob is a job made of several objects of its kind, such as the
+// pods of a pod group, admitted as one Workload. Object is one of them, the
+// one whose labels name the queue and the priority.
+type ComposedJob interface {
+	GenericJob
+	// Members are the objects the job is made of, to tell each of them
+	// what happens to it.
+	Members() []client.Object
+	// WorkloadName is the name of the job's Workload.
+	WorkloadName() string
+	// WorkloadLabels are the labels of the Workload by which the
+	// controller finds the job again from it.
+	WorkloadLabels() map[string]string
+	// Owners are the objects the Workload belongs to: it is
+	// garbage-collected once all of them are gone, and must not be before.
+	Owners() []metav1.OwnerReference
+	// Complete reports whether all the job's members exist, so that its
+	// pod sets are whole: a job gets its Workload only then, and its pod
+	// sets are compared with its Workload's only then. When it is not,
+	// why says what is missing, and invalid reports whether that is an
+	// error that only the user can correct.
+	Complete() (complete bool, why string, invalid bool)
+	// Runs reports whether any member runs; IsSuspended, whether any is
+	// held.
+	Runs() bool
+	// Update writes the members that RunWithPodSetsInfo changed.
+	Update(ctx context.Context, c client.Writer) error
+	// DeleteRunning deletes the members that run: they cannot be held
+	// again, and their owner creates them again, held.
+	DeleteRunning(ctx context.Context, c client.Writer) error
 }
 
 // PodSetInfo is how one podset of a job runs: its count and what is added

@@ -3,10 +3,15 @@ package jobframework
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -48,15 +53,31 @@ type JobReconciler struct {
 	backoff                workload.Backoff
 }
 
+// groupRequest marks the request of a composed job: its name follows. No
+// object's name has a slash.
+const groupRequest = "group/"
+
 // Reconcile brings one job and its Workload in step.
 func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	job := r.integration.NewJob()
-	if err := r.client.Get(ctx, req.NamespacedName, job.Object()); err != nil {
-		// A deleted job's Workload is garbage-collected with it.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	var job GenericJob
+	if group, ok := strings.CutPrefix(req.Name, groupRequest); ok && r.integration.LoadGroup != nil {
+		cj, err := r.integration.LoadGroup(ctx, r.client, req.Namespace, group)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if cj == nil {
+			return r.deleteAbandoned(ctx, req.Namespace, group)
+		}
+		job = cj
+	} else {
+		job = r.integration.NewJob()
+		if err := r.client.Get(ctx, req.NamespacedName, job.Object()); err != nil {
+			// A deleted job's Workload is garbage-collected with it.
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	obj := job.Object()
-	wl, err := r.workloadOf(ctx, obj)
+	wl, err := r.workloadOf(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -73,7 +94,16 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	case wl == nil:
 		return ctrl.Result{}, r.createWorkload(ctx, job)
 	case workload.IsFinished(wl):
+		if _, ok := job.(ComposedJob); ok && job.IsSuspended() {
+			r.eventf(job, wl, corev1.EventTypeWarning, EventInvalidJob, "CreateWorkload",
+				"The group's Workload %s has finished: a group name is used once; give the new pods another", wl.Name)
+		}
 		return ctrl.Result{}, nil
+	}
+	if cj, ok := job.(ComposedJob); ok {
+		if adopted, err := r.adopt(ctx, cj, wl); err != nil || !adopted {
+			return ctrl.Result{}, err
+		}
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
 		if err := r.apply(ctx, wl, workload.Finish(finishReason(succeeded), msg)); err != nil {
@@ -92,9 +122,13 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 }
 
 // workloadOf returns the job's Workload, nil when there is none.
-func (r *JobReconciler) workloadOf(ctx context.Context, obj client.Object) (*berthv1alpha1.Workload, error) {
+func (r *JobReconciler) workloadOf(ctx context.Context, job GenericJob) (*berthv1alpha1.Workload, error) {
 	wl := &berthv1alpha1.Workload{}
+	obj := job.Object()
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: WorkloadName(r.integration.GVK, obj.GetName(), string(obj.GetUID()))}
+	if cj, ok := job.(ComposedJob); ok {
+		key.Name = cj.WorkloadName()
+	}
 	if err := r.client.Get(ctx, key, wl); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
@@ -104,6 +138,69 @@ func (r *JobReconciler) workloadOf(ctx context.Context, obj client.Object) (*ber
 	return wl, nil
 }
 
+// adopt makes every member of a composed job an owner of its Workload,
+// so that the Workload outlives the members it was created with while
+// others, which replaced them, may run. It reports whether the Workload
+// already had them all.
+func (r *JobReconciler) adopt(ctx context.Context, job ComposedJob, wl *berthv1alpha1.Workload) (bool, error) {
+	patched := wl.DeepCopy()
+	for _, o := range job.Owners() {
+		if !slices.ContainsFunc(patched.OwnerReferences, func(have metav1.OwnerReference) bool { return have.UID == o.UID }) {
+			patched.OwnerReferences = append(patched.OwnerReferences, o)
+		}
+	}
+	if len(patched.OwnerReferences) == len(wl.OwnerReferences) {
+		return true, nil
+	}
+	return false, r.client.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{}))
+}
+
+// deleteAbandoned deletes the Workloads of a group that has no members
+// left, once none of its pods holds a node: a StatefulSet scaled to zero
+// owns its group's Workload still. A finished one is left to the garbage
+// collector.
+func (r *JobReconciler) deleteAbandoned(ctx context.Context, ns, group string) (ctrl.Result, error) {
+	list := &berthv1alpha1.WorkloadList{}
+	if err := r.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{r.integration.GroupLabel: group}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if workload.IsFinished(wl) || !wl.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if n, err := LivePods(ctx, r.client, client.ObjectKeyFromObject(wl)); err != nil || n > 0 {
+			return ctrl.Result{RequeueAfter: podsGonePoll}, err
+		}
+		ctrl.LoggerFrom(ctx).V(2).Info("Deleting the Workload of a group without pods", "workload", klog.KObj(wl))
+		if err := r.deleteWorkload(ctx, wl); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// eventf records an event on the job, on each of its members when it has
+// several.
+func (r *JobReconciler) eventf(job GenericJob, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	cj, ok := job.(ComposedJob)
+	if !ok {
+		r.recorder.Eventf(job.Object(), related, eventtype, reason, action, note, args...)
+		return
+	}
+	for _, m := range cj.Members() {
+		r.recorder.Eventf(m, related, eventtype, reason, action, note, args...)
+	}
+}
+
+// update writes the job's changes.
+func (r *JobReconciler) update(ctx context.Context, job GenericJob) error {
+	if cj, ok := job.(ComposedJob); ok {
+		return cj.Update(ctx, r.client)
+	}
+	return r.client.Update(ctx, job.Object())
+}
+
 // createWorkload creates the job's Workload; its creation event comes back.
 // A job that cannot become one gets a Warning that names the field.
 func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) error {
@@ -111,16 +208,25 @@ func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) erro
 	if finished, _, _ := job.Finished(); finished || !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
+	if cj, ok := job.(ComposedJob); ok {
+		if complete, why, invalid := cj.Complete(); !complete {
+			if invalid {
+				r.eventf(job, nil, corev1.EventTypeWarning, EventInvalidJob, "CreateWorkload", "Berth cannot queue the group: %s", why)
+			}
+			ctrl.LoggerFrom(ctx).V(3).Info("The group is not whole yet", "why", why)
+			return nil
+		}
+	}
 	if !job.IsSuspended() {
 		// A job must not run before admission, even if it was created
 		// while the webhook was away.
 		job.Suspend()
-		return r.client.Update(ctx, obj)
+		return r.update(ctx, job)
 	}
 	podSets, errs := podSetsOf(job)
 	if len(errs) > 0 {
 		// Nothing to retry: a change of the job brings it back.
-		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, EventInvalidJob, "CreateWorkload",
+		r.eventf(job, nil, corev1.EventTypeWarning, EventInvalidJob, "CreateWorkload",
 			"Berth cannot queue the job: %s", errs.ToAggregate().Error())
 		return nil
 	}
@@ -129,11 +235,16 @@ func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) erro
 		return err
 	}
 	wl := newWorkload(obj, r.integration.GVK, podSets, priority)
+	if cj, ok := job.(ComposedJob); ok {
+		wl.Name, wl.OwnerReferences = cj.WorkloadName(), cj.Owners()
+		maps.Copy(wl.Labels, cj.WorkloadLabels())
+		delete(wl.Labels, berthv1alpha1.JobUIDLabel)
+	}
 	if err := r.client.Create(ctx, wl); err != nil {
 		return client.IgnoreAlreadyExists(err)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created the job's Workload", "workload", klog.KObj(wl))
-	r.recorder.Eventf(obj, wl, corev1.EventTypeNormal, EventCreatedWorkload, "CreateWorkload",
+	r.eventf(job, wl, corev1.EventTypeNormal, EventCreatedWorkload, "CreateWorkload",
 		"Created Workload %s in LocalQueue %s", wl.Name, wl.Spec.QueueName)
 	return nil
 }
@@ -144,7 +255,7 @@ func (r *JobReconciler) leaveQueue(ctx context.Context, job GenericJob, wl *bert
 	if err := r.deleteWorkload(ctx, wl); err != nil {
 		return err
 	}
-	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventLeftQueue, "DeleteWorkload",
+	r.eventf(job, wl, corev1.EventTypeNormal, EventLeftQueue, "DeleteWorkload",
 		"The job no longer has the label %s: deleted its Workload %s from LocalQueue %s", berthv1alpha1.QueueNameLabel, wl.Name, wl.Spec.QueueName)
 	return nil
 }

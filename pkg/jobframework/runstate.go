@@ -45,29 +45,45 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		return ctrl.Result{}, fmt.Errorf("reading the job's pod sets: %w", errs.ToAggregate())
 	}
 	carries := carriesAdmission(podSets)
+	// A composed job short of members, one being replaced say, has pod
+	// sets that are not whole: they are compared with its Workload's only
+	// once it is complete again.
+	// Some members of a composed job may run while others are held.
+	whole, runs := true, !job.IsSuspended()
+	cj, composed := job.(ComposedJob)
+	if composed {
+		whole, _, _ = cj.Complete()
+		runs = cj.Runs()
+	}
 	switch {
-	case !job.IsSuspended() && (!admitted || evicted):
+	case runs && (!admitted || evicted):
 		return ctrl.Result{}, r.stop(ctx, job, wl)
 	case !job.IsSuspended():
-		if diff := beyondAdmission(wl, podSets); diff != "" {
+		if diff := beyondAdmission(wl, podSets); whole && diff != "" {
 			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
 				"The job runs more than its Workload was admitted for: "+diff))
+		}
+		if diff := workload.PodSetsDiffer(wl.Spec.PodSets, podSets); composed && whole && diff != "" {
+			// A group that shrank (a StatefulSet scaled down) is
+			// admitted again for what it now is.
+			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
+				"The group's pods changed after its Workload was admitted: "+diff))
 		}
 		return ctrl.Result{}, r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
 	case admitted && evicted:
 		return r.release(ctx, job, wl)
 	case admitted:
-		if diff := r.changedPodSets(job, wl, podSets, carries); diff != "" {
+		if diff := r.changedPodSets(job, wl, podSets, carries); whole && diff != "" {
 			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
 				"The job's pod sets changed after its Workload was admitted: "+diff))
 		}
 		return ctrl.Result{}, r.run(ctx, job, wl)
 	case carries:
 		if job.RestorePodSetsInfo(originalInfos(wl)) {
-			return ctrl.Result{}, r.client.Update(ctx, job.Object())
+			return ctrl.Result{}, r.update(ctx, job)
 		}
 	default:
-		if diff := workload.PodSetsDiffer(wl.Spec.PodSets, podSets); diff != "" {
+		if diff := workload.PodSetsDiffer(wl.Spec.PodSets, podSets); whole && diff != "" {
 			return ctrl.Result{}, r.replace(ctx, job, wl, diff)
 		}
 	}
@@ -140,16 +156,22 @@ func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alp
 		// It cannot be held again: deleted, it holds its Workload's quota
 		// until its containers have stopped, and its owner creates it
 		// again, held.
-		obj := job.Object()
-		if !obj.GetDeletionTimestamp().IsZero() {
-			return nil
-		}
-		if err := r.client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil {
-			return client.IgnoreNotFound(err)
+		if cj, ok := job.(ComposedJob); ok {
+			if err := cj.DeleteRunning(ctx, r.client); err != nil {
+				return err
+			}
+		} else {
+			obj := job.Object()
+			if !obj.GetDeletionTimestamp().IsZero() {
+				return nil
+			}
+			if err := r.client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil {
+				return client.IgnoreNotFound(err)
+			}
 		}
 	} else {
 		job.Suspend()
-		if err := r.client.Update(ctx, job.Object()); err != nil {
+		if err := r.update(ctx, job); err != nil {
 			return err
 		}
 	}
@@ -164,7 +186,7 @@ func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alp
 			reason, msg = berthv1alpha1.WorkloadPreempted, fmt.Sprintf("Preempted in ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), p.Reason, p.Message)
 		}
 	}
-	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, reason, "Stop", "%s", msg)
+	r.eventf(job, wl, corev1.EventTypeNormal, reason, "Stop", "%s", msg)
 	return nil
 }
 
@@ -172,7 +194,7 @@ func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alp
 // templates restored and every pod it ran gone from its node.
 func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
 	if job.RestorePodSetsInfo(originalInfos(wl)) {
-		return ctrl.Result{}, r.client.Update(ctx, job.Object())
+		return ctrl.Result{}, r.update(ctx, job)
 	}
 	if n, err := LivePods(ctx, r.client, client.ObjectKeyFromObject(wl)); err != nil || n > 0 {
 		if n > 0 {
@@ -185,7 +207,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1
 		return ctrl.Result{}, err
 	}
 	msg := workload.RequeueMessage(wl, d)
-	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadRequeued, "Requeue", "%s", msg)
+	r.eventf(job, wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadRequeued, "Requeue", "%s", msg)
 	r.recorder.Eventf(wl, job.Object(), corev1.EventTypeNormal, berthv1alpha1.WorkloadRequeued, "Requeue", "%s", msg)
 	return ctrl.Result{}, nil
 }
@@ -200,10 +222,10 @@ func (r *JobReconciler) run(ctx context.Context, job GenericJob, wl *berthv1alph
 	if err := job.RunWithPodSetsInfo(infos); err != nil {
 		return fmt.Errorf("running the job with its admission: %w", err)
 	}
-	if err := r.client.Update(ctx, job.Object()); err != nil {
+	if err := r.update(ctx, job); err != nil {
 		return err
 	}
-	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Run",
+	r.eventf(job, wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Run",
 		"Admitted by ClusterQueue %s: %s", workload.ClusterQueueOf(wl), workload.DescribeAdmission(wl.Status.Admission))
 	return nil
 }
@@ -215,7 +237,7 @@ func (r *JobReconciler) replace(ctx context.Context, job GenericJob, wl *berthv1
 	if err := r.deleteWorkload(ctx, wl); err != nil {
 		return err
 	}
-	r.recorder.Eventf(job.Object(), wl, corev1.EventTypeNormal, EventReplacedWorkload, "DeleteWorkload",
+	r.eventf(job, wl, corev1.EventTypeNormal, EventReplacedWorkload, "DeleteWorkload",
 		"The job's pod sets changed while it waited (%s): its Workload %s is replaced by one that asks for them", diff, wl.Name)
 	return nil
 }

@@ -1,8 +1,15 @@
 package jobframework
 
 import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
@@ -31,19 +38,46 @@ type Options struct {
 	PodNamespaces labels.Selector
 }
 
+// requestOfJob is the request of the job obj belongs to: the composed job
+// its group label names, or itself.
+func (i *Integration) requestOfJob(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetName()
+	if group := obj.GetLabels()[i.GroupLabel]; group != "" {
+		name = groupRequest + group
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// requestOfWorkload is the request of the job a Workload belongs to: the
+// composed job its group label names, or the job of the kind that
+// controls it.
+func (i *Integration) requestOfWorkload(_ context.Context, obj client.Object) []reconcile.Request {
+	if group := obj.GetLabels()[i.GroupLabel]; group != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: groupRequest + group}}}
+	}
+	owner := metav1.GetControllerOf(obj)
+	if owner == nil || owner.Kind != i.GVK.Kind || owner.APIVersion != i.GVK.GroupVersion().String() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: owner.Name}}}
+}
+
 // SetupWithManager registers the integration's reconciler and webhook.
 func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if i.Setup != nil {
 		return i.Setup(mgr, opts)
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named(i.GVK.Group + "-" + i.GVK.Kind).
-		For(i.NewJob().Object()).
-		Owns(&berthv1alpha1.Workload{}).
-		Complete(shutdown.UntilStopped(&JobReconciler{
-			client: mgr.GetClient(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
-			manageWithoutQueueName: opts.ManageJobsWithoutQueueName, backoff: opts.Backoff,
-		}))
+	b := ctrl.NewControllerManagedBy(mgr).Named(i.GVK.Group + "-" + i.GVK.Kind)
+	if i.GroupLabel == "" {
+		b = b.For(i.NewJob().Object()).Owns(&berthv1alpha1.Workload{})
+	} else {
+		b = b.Watches(i.NewJob().Object(), handler.EnqueueRequestsFromMapFunc(i.requestOfJob)).
+			Watches(&berthv1alpha1.Workload{}, handler.EnqueueRequestsFromMapFunc(i.requestOfWorkload))
+	}
+	err := b.Complete(shutdown.UntilStopped(&JobReconciler{
+		client: mgr.GetClient(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
+		manageWithoutQueueName: opts.ManageJobsWithoutQueueName, backoff: opts.Backoff,
+	}))
 	if err != nil {
 		return err
 	}

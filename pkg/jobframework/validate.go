@@ -24,6 +24,13 @@ type JobWithCreateChecks interface {
 	ValidateOnCreate() field.ErrorList
 }
 
+// JobWithUpdateChecks is implemented by jobs with fields of their own
+// that must not change, to refuse such an update with the field named.
+type JobWithUpdateChecks interface {
+	// ValidateOnUpdate says what in the change from old Berth refuses.
+	ValidateOnUpdate(old GenericJob) field.ErrorList
+}
+
 // JobWithHoldPath is implemented by jobs held by another field than
 // spec.suspend, so that a refused start names it.
 type JobWithHoldPath interface {
@@ -87,6 +94,11 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	newJob, err := v.wrap(newObj)
 	if err != nil || (!v.managed(oldJob) && !v.managed(newJob)) {
 		return nil, err
+	}
+	if c, ok := newJob.(JobWithUpdateChecks); ok {
+		if errs := c.ValidateOnUpdate(oldJob); len(errs) > 0 {
+			return nil, v.invalid(newJob, errs)
+		}
 	}
 	wl, err := v.workloadOf(ctx, newJob)
 	if err != nil {

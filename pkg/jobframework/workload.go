@@ -27,6 +27,34 @@ func WorkloadName(gvk schema.GroupVersionKind, name string, uid string) string {
 	return strings.TrimRight(prefix, "-.") + "-" + hex.EncodeToString(sum[:5])
 }
 
+// LabelValue is name as a label value: itself when it fits, else its
+// beginning and a hash of all of it.
+func LabelValue(name string) string {
+	const maxLen = 63
+	if len(name) <= maxLen {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:maxLen-11], "-._") + "-" + hex.EncodeToString(sum[:5])
+}
+
+// HandDownLabels keeps the queue and priority labels of a template those
+// of its owner: set when the owner has them, removed when it has not.
+func HandDownLabels(owner map[string]string, template *map[string]string) {
+	for _, k := range []string{berthv1alpha1.QueueNameLabel, berthv1alpha1.PriorityClassLabel} {
+		v, ok := owner[k]
+		switch {
+		case ok:
+			if *template == nil {
+				*template = map[string]string{}
+			}
+			(*template)[k] = v
+		default:
+			delete(*template, k)
+		}
+	}
+}
+
 // QueueName is the LocalQueue a job is submitted to, from its label.
 func QueueName(job metav1.Object) string {
 	return job.GetLabels()[berthv1alpha1.QueueNameLabel]

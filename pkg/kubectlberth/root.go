@@ -17,7 +17,9 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/deployment"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
+	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
+	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 )
 
 // options are what every command shares: kubectl's flags, the output

@@ -40,6 +40,18 @@ const (
 	// number of pods admitted for their podset, so that the scheduler's
 	// gang placement knows the size of a gang before all its pods exist.
 	PodSetSizeAnnotation = "berth.dev/podset-size"
+
+	// PodGroupNameLabel puts a queued pod in a pod group: the pods that
+	// share it in a namespace are one Workload, admitted together. Berth
+	// sets it on the pods of a StatefulSet (its name) and of a
+	// LeaderWorkerSet (one group per leader), and on the Workload of a
+	// group.
+	PodGroupNameLabel = "berth.dev/pod-group-name"
+	// PodGroupTotalCountAnnotation is the number of pods in a pod group:
+	// its Workload is created once that many exist. Every pod of the group
+	// must say the same. A StatefulSet's pods go without it: the
+	// StatefulSet's replicas are their count.
+	PodGroupTotalCountAnnotation = "berth.dev/pod-group-total-count"
 )
 
 // Condition types of a ClusterQueue and a LocalQueue.

@@ -166,7 +166,8 @@ type InternalCertManagement struct {
 // Integrations selects the job frameworks Berth manages.
 type Integrations struct {
 	// Frameworks are the job kinds Berth manages, among FrameworkBatchJob,
-	// FrameworkJobSet, FrameworkPod and FrameworkDeployment (which needs
+	// FrameworkJobSet, FrameworkPod, FrameworkDeployment, FrameworkStatefulSet
+	// and FrameworkLeaderWorkerSet (the last three need
 	// FrameworkPod). Absent means all of them; an empty list means none.
 	Frameworks []string `json:"frameworks,omitempty"`
 

@@ -11,6 +11,10 @@ const (
 	FrameworkJobSet     = "jobset.x-k8s.io/jobset"
 	FrameworkPod        = "pod"
 	FrameworkDeployment = "deployment"
+	// FrameworkStatefulSet needs FrameworkPod, as FrameworkDeployment does.
+	FrameworkStatefulSet = "statefulset"
+	// FrameworkLeaderWorkerSet (sigs.k8s.io/lws) needs FrameworkPod.
+	FrameworkLeaderWorkerSet = "leaderworkerset.x-k8s.io/leaderworkerset"
 )
 
 // KubeSystemNamespace is the namespace of the cluster's own components,

@@ -8,7 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
@@ -25,10 +24,6 @@ func init() {
 	})
 }
 
-// handedDown are the labels of a Deployment its pods carry as Berth reads
-// them.
-var handedDown = []string{berthv1alpha1.QueueNameLabel, berthv1alpha1.PriorityClassLabel}
-
 // labeler keeps the pod template's queue and priority labels those of the
 // Deployment: set when the Deployment has them, removed when it has not.
 // A change rolls the Deployment out, and its new pods queue where it says.
@@ -41,17 +36,6 @@ func (labeler) Default(_ context.Context, d *appsv1.Deployment) error {
 	if d == nil {
 		return fmt.Errorf("no Deployment in the request")
 	}
-	for _, k := range handedDown {
-		v, ok := d.Labels[k]
-		switch {
-		case ok:
-			if d.Spec.Template.Labels == nil {
-				d.Spec.Template.Labels = map[string]string{}
-			}
-			d.Spec.Template.Labels[k] = v
-		default:
-			delete(d.Spec.Template.Labels, k)
-		}
-	}
+	jobframework.HandDownLabels(d.Labels, &d.Spec.Template.Labels)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,8 @@ func init() {
 		AddToScheme:        corev1.AddToScheme,
 		HoldOnlyAtCreation: true,
 		Selects:            selects,
+		GroupLabel:         berthv1alpha1.PodGroupNameLabel,
+		LoadGroup:          loadGroup,
 	})
 }
 
@@ -71,6 +74,7 @@ var (
 	_ jobframework.JobWithPodSetPaths  = (*Pod)(nil)
 	_ jobframework.JobWithHoldPath     = (*Pod)(nil)
 	_ jobframework.JobWithCreateChecks = (*Pod)(nil)
+	_ jobframework.JobWithUpdateChecks = (*Pod)(nil)
 )
 
 // Object is the Pod.
@@ -94,6 +98,7 @@ func (p *Pod) Suspend() {
 		p.Labels = map[string]string{}
 	}
 	p.Labels[berthv1alpha1.ManagedLabel] = "true"
+	joinLeaderWorkerGroup((*corev1.Pod)(p))
 }
 
 // PodSpecs is the pod's own spec.
@@ -106,14 +111,39 @@ func (p *Pod) PodSetPaths(string) (count, template *field.Path) { return nil, ni
 // HoldPath is the pod's scheduling gates.
 func (p *Pod) HoldPath() *field.Path { return field.NewPath("spec", "schedulingGates") }
 
-// ValidateOnCreate refuses a pod bound to a node by its creator: the API
-// server runs it there at once, gate or not.
+// ValidateOnCreate refuses a pod bound to a node by its creator (the API
+// server runs it there at once, gate or not), and a pod of a group whose
+// size Berth cannot read.
 func (p *Pod) ValidateOnCreate() field.ErrorList {
-	if p.Spec.NodeName == "" {
+	var errs field.ErrorList
+	if p.Spec.NodeName != "" {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"),
+			"a pod in a Berth queue is placed by the scheduler once admitted; it cannot name its node"))
+	}
+	if p.Labels[berthv1alpha1.PodGroupNameLabel] == "" {
+		return errs
+	}
+	path := field.NewPath("metadata", "annotations").Key(berthv1alpha1.PodGroupTotalCountAnnotation)
+	v, ok := p.Annotations[berthv1alpha1.PodGroupTotalCountAnnotation]
+	switch owner := metav1.GetControllerOf(p); {
+	case ok:
+		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 1 {
+			errs = append(errs, field.Invalid(path, v, "the number of pods in the group: a whole number from 1"))
+		}
+	case owner == nil || owner.Kind != "StatefulSet":
+		errs = append(errs, field.Required(path, "a pod of a group says how many pods the group has"))
+	}
+	return errs
+}
+
+// ValidateOnUpdate refuses a change of the group or the queue of a pod of
+// a group: see groupFieldsChanged.
+func (p *Pod) ValidateOnUpdate(old jobframework.GenericJob) field.ErrorList {
+	oldPod, ok := old.(*Pod)
+	if !ok {
 		return nil
 	}
-	return field.ErrorList{field.Forbidden(field.NewPath("spec", "nodeName"),
-		"a pod in a Berth queue is placed by the scheduler once admitted; it cannot name its node")}
+	return groupFieldsChanged((*corev1.Pod)(oldPod), (*corev1.Pod)(p))
 }
 
 // PodSets is one podset of one pod: the pod's labels, annotations and

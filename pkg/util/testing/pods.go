@@ -58,3 +58,23 @@ func (p *PodWrapper) OwnedBy(apiVersion, kind, name string, uid string) *PodWrap
 	})
 	return p
 }
+
+// Annotation sets an annotation.
+func (p *PodWrapper) Annotation(k, v string) *PodWrapper {
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[k] = v
+	return p
+}
+
+// Group puts the pod in the pod group name of total pods.
+func (p *PodWrapper) Group(name, total string) *PodWrapper {
+	return p.Label(berthv1alpha1.PodGroupNameLabel, name).Annotation(berthv1alpha1.PodGroupTotalCountAnnotation, total)
+}
+
+// Gated adds Berth's scheduling gate, as the webhook does.
+func (p *PodWrapper) Gated() *PodWrapper {
+	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1alpha1.AdmissionGate})
+	return p
+}

@@ -1,0 +1,68 @@
+package leaderworkerset
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+)
+
+// +kubebuilder:webhook:path=/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset,mutating=true,failurePolicy=fail,sideEffects=None,groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=create;update,versions=v1,name=mleaderworkerset.berth.dev,admissionReviewVersions=v1
+
+// GVK is the kind of a LeaderWorkerSet.
+var GVK = schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"}
+
+const path = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
+
+func init() {
+	jobframework.Register(&jobframework.Integration{
+		Name: configv1alpha1.FrameworkLeaderWorkerSet,
+		GVK:  GVK,
+		Setup: func(mgr ctrl.Manager, _ jobframework.Options) error {
+			mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: labeler{}})
+			return nil
+		},
+	})
+}
+
+// labeler hands a LeaderWorkerSet's queue and priority labels down to its
+// worker template, and to its leader template when it has one (without,
+// the leader is made from the worker template).
+type labeler struct{}
+
+// Handle patches the templates' labels.
+func (labeler) Handle(_ context.Context, req admission.Request) admission.Response {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	labels := obj.GetLabels()
+	for _, tmpl := range []string{"workerTemplate", "leaderTemplate"} {
+		fields := []string{"spec", "leaderWorkerTemplate", tmpl}
+		if _, found, err := unstructured.NestedMap(obj.Object, fields...); err != nil || !found {
+			continue
+		}
+		fields = append(fields, "metadata", "labels")
+		have, _, err := unstructured.NestedStringMap(obj.Object, fields...)
+		if err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		jobframework.HandDownLabels(labels, &have)
+		if err := unstructured.SetNestedStringMap(obj.Object, have, fields...); err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+	}
+	patched, err := json.Marshal(obj.Object)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, patched)
+}

@@ -1,0 +1,53 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	"github.com/berth-dev/berth/pkg/jobframework"
+)
+
+// +kubebuilder:webhook:path=/mutate-apps-v1-statefulset,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps,resources=statefulsets,verbs=create;update,versions=v1,name=mstatefulset.berth.dev,admissionReviewVersions=v1
+
+func init() {
+	jobframework.Register(&jobframework.Integration{
+		Name:        configv1alpha1.FrameworkStatefulSet,
+		GVK:         appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
+		AddToScheme: appsv1.AddToScheme,
+		Setup: func(mgr ctrl.Manager, _ jobframework.Options) error {
+			return ctrl.NewWebhookManagedBy(mgr, &appsv1.StatefulSet{}).WithDefaulter(labeler{}).Complete()
+		},
+	})
+}
+
+// labeler hands the StatefulSet's queue and priority labels down to its pod
+// template, and puts its pods in one group, named after it. The group label
+// is set once: a change of the template rolls the StatefulSet out.
+type labeler struct{}
+
+var _ admission.Defaulter[*appsv1.StatefulSet] = labeler{}
+
+// Default labels the template.
+func (labeler) Default(_ context.Context, sts *appsv1.StatefulSet) error {
+	if sts == nil {
+		return fmt.Errorf("no StatefulSet in the request")
+	}
+	if metav1.GetControllerOf(sts) != nil {
+		return nil
+	}
+	jobframework.HandDownLabels(sts.Labels, &sts.Spec.Template.Labels)
+	if sts.Labels[berthv1alpha1.QueueNameLabel] == "" {
+		return nil
+	}
+	if _, ok := sts.Spec.Template.Labels[berthv1alpha1.PodGroupNameLabel]; !ok {
+		sts.Spec.Template.Labels[berthv1alpha1.PodGroupNameLabel] = jobframework.LabelValue(sts.Name)
+	}
+	return nil
+}
