@@ -217,7 +217,7 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 	r.queues.DeleteWorkload(workload.Key(wl))
 	r.cache.AddOrUpdateWorkload(wl)
 	if workload.IsEvicted(wl) {
-		if owner := metav1.GetControllerOf(wl); owner != nil && r.integrated(*owner) {
+		if r.runByIntegration(wl) {
 			// The job integration stops the job, then requeues the workload.
 			return ctrl.Result{}, nil
 		}
@@ -233,6 +233,17 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), reason, msg)
 	metrics.EvictedWorkloads.WithLabelValues(string(wl.Status.Admission.ClusterQueue), reason).Inc()
 	return ctrl.Result{}, nil
+}
+
+// runByIntegration reports whether a job integration runs the workload:
+// the integration of its controlling owner, or, for a pod group's, which
+// no one object controls, the pod integration.
+func (r *WorkloadReconciler) runByIntegration(wl *berthv1alpha1.Workload) bool {
+	if wl.Labels[berthv1alpha1.PodGroupNameLabel] != "" {
+		return r.integrated(metav1.OwnerReference{APIVersion: "v1", Kind: "Pod"})
+	}
+	owner := metav1.GetControllerOf(wl)
+	return owner != nil && r.integrated(*owner)
 }
 
 // evictionReason says why an admitted workload must stop, if it must; or

@@ -24,7 +24,8 @@ type Integration struct {
 	NewJob func() GenericJob
 	// Wrap views an object of the kind as a GenericJob.
 	Wrap func(client.Object) (GenericJob, error)
-	// AddToScheme adds the kind's API to a scheme.
+	// AddToScheme adds the kind's API to a scheme; nil for a kind Berth
+	// reads only as JSON.
 	AddToScheme func(*runtime.Scheme) error
 	// HoldOnlyAtCreation says that a job of the kind can be held only as
 	// it is created: a pod's scheduling gates cannot be added later. One

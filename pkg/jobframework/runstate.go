@@ -63,7 +63,7 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
 				"The job runs more than its Workload was admitted for: "+diff))
 		}
-		if diff := workload.PodSetsDiffer(wl.Spec.PodSets, podSets); composed && whole && diff != "" {
+		if diff := shapeDiffers(wl.Spec.PodSets, podSets); composed && whole && diff != "" {
 			// A group that shrank (a StatefulSet scaled down) is
 			// admitted again for what it now is.
 			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
@@ -73,7 +73,13 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 	case admitted && evicted:
 		return r.release(ctx, job, wl)
 	case admitted:
-		if diff := r.changedPodSets(job, wl, podSets, carries); whole && diff != "" {
+		diff := ""
+		if composed {
+			diff = shapeDiffers(wl.Spec.PodSets, podSets)
+		} else {
+			diff = r.changedPodSets(job, wl, podSets, carries)
+		}
+		if whole && diff != "" {
 			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
 				"The job's pod sets changed after its Workload was admitted: "+diff))
 		}
@@ -88,6 +94,23 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// shapeDiffers says how pod sets differ in names, counts and requests
+// per pod: what a composed job's admission does not change, when some of
+// its members carry it and others do not.
+func shapeDiffers(have, want []berthv1alpha1.PodSet) string {
+	strip := func(in []berthv1alpha1.PodSet) []berthv1alpha1.PodSet {
+		out := make([]berthv1alpha1.PodSet, len(in))
+		for i := range in {
+			out[i] = berthv1alpha1.PodSet{Name: in[i].Name, Count: in[i].Count, MinCount: in[i].MinCount}
+			out[i].Template.Spec.Containers = in[i].Template.Spec.Containers
+			out[i].Template.Spec.InitContainers = in[i].Template.Spec.InitContainers
+			out[i].Template.Spec.Overhead = in[i].Template.Spec.Overhead
+		}
+		return out
+	}
+	return workload.PodSetsDiffer(strip(have), strip(want))
 }
 
 // carriesAdmission reports whether the job's templates carry what an

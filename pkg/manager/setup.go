@@ -47,6 +47,9 @@ func AddToScheme(scheme *runtime.Scheme, integrations []string) error {
 		return err
 	}
 	for _, i := range enabled {
+		if i.AddToScheme == nil {
+			continue
+		}
 		if err := i.AddToScheme(scheme); err != nil {
 			return err
 		}

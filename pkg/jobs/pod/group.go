@@ -215,6 +215,18 @@ func (g *Group) Complete() (bool, string, bool) {
 	return true, "", false
 }
 
+// roleAnnotation keeps the role of a pod of a group as it was created:
+// admission adds to its node selector and tolerations.
+const roleAnnotation = "berth.dev/pod-group-role"
+
+// roleOf is the role of a pod of a group.
+func roleOf(p *corev1.Pod) string {
+	if r := p.Annotations[roleAnnotation]; r != "" {
+		return r
+	}
+	return role(p)
+}
+
 // role is the key of a pod's role: what it asks for and where it may run.
 func role(p *corev1.Pod) string {
 	b, err := json.Marshal(struct {
@@ -237,11 +249,11 @@ func (g *Group) roles() (keys []string, pods map[string][]*corev1.Pod) {
 		if p.Status.Phase == corev1.PodFailed || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		pods[role(p)] = append(pods[role(p)], p)
+		pods[roleOf(p)] = append(pods[roleOf(p)], p)
 	}
 	if len(pods) == 0 {
 		for _, p := range g.pods {
-			pods[role(p)] = append(pods[role(p)], p)
+			pods[roleOf(p)] = append(pods[roleOf(p)], p)
 		}
 	}
 	return slices.Sorted(maps.Keys(pods)), pods
@@ -255,13 +267,20 @@ func podSetNameOf(keys []string, key string) string {
 	return "role-" + key
 }
 
-// PodSets are the group's roles, each with the template of its first pod.
+// PodSets are the group's roles, each with the template of its first held
+// pod, or of its first pod.
 // A group of one role has podset "main" of the group's size.
 func (g *Group) PodSets() ([]berthv1alpha1.PodSet, error) {
 	keys, pods := g.roles()
 	out := make([]berthv1alpha1.PodSet, 0, len(keys))
 	for _, k := range keys {
-		ps, err := (*Pod)(pods[k][0]).PodSets()
+		// A held pod is as its creator wrote it; one that runs carries
+		// its admission's node selector and tolerations.
+		from := pods[k][0]
+		if i := slices.IndexFunc(pods[k], gated); i >= 0 {
+			from = pods[k][i]
+		}
+		ps, err := (*Pod)(from).PodSets()
 		if err != nil {
 			return nil, err
 		}

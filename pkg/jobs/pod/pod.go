@@ -99,6 +99,12 @@ func (p *Pod) Suspend() {
 	}
 	p.Labels[berthv1alpha1.ManagedLabel] = "true"
 	joinLeaderWorkerGroup((*corev1.Pod)(p))
+	if p.Labels[berthv1alpha1.PodGroupNameLabel] != "" {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[roleAnnotation] = role((*corev1.Pod)(p))
+	}
 }
 
 // PodSpecs is the pod's own spec.

@@ -42,7 +42,11 @@ var (
 	stopManager func()
 )
 
-var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment"}
+var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"}
+
+// lwsModule is the LeaderWorkerSet release whose CRD the API server gets,
+// the one hack/tools/lws builds the controller of.
+const lwsModule = "sigs.k8s.io/lws@v0.7.0"
 
 func TestMain(m *testing.M) {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
@@ -55,9 +59,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	lws, err := apiserver.ModuleDir(lwsModule)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(apiserver.RunSuite(m, &server,
 		func() (func(), error) { return func() { stopManager() }, startManager() },
-		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases")),
+		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases"), filepath.Join(lws, "config", "crd", "bases")),
 		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")),
 		apiserver.WithOwnerReferencesPermissionEnforcement()))
 }

@@ -1,0 +1,252 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+)
+
+// groupWorkloads lists the Workloads of pod group g in ns.
+func groupWorkloads(ctx context.Context, ns, g string) ([]berthv1alpha1.Workload, error) {
+	list := &berthv1alpha1.WorkloadList{}
+	err := server.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{berthv1alpha1.PodGroupNameLabel: g})
+	return list.Items, err
+}
+
+// groupWorkload waits for the one Workload of pod group g in ns, and
+// returns it once check passes.
+func groupWorkload(t *testing.T, ns, g, what string, check func(*berthv1alpha1.Workload) error) *berthv1alpha1.Workload {
+	t.Helper()
+	var wl *berthv1alpha1.Workload
+	waitFor(t, what, func(ctx context.Context) error {
+		items, err := groupWorkloads(ctx, ns, g)
+		if err != nil {
+			return err
+		}
+		if len(items) != 1 {
+			return fmt.Errorf("group %s has %d Workloads", g, len(items))
+		}
+		wl = &items[0]
+		return check(wl)
+	})
+	return wl
+}
+
+// noGroupWorkload checks, after the controller had time to act, that pod
+// group g has no Workload.
+func noGroupWorkload(t *testing.T, ns, g string) {
+	t.Helper()
+	time.Sleep(time.Second)
+	items, err := groupWorkloads(ctxFor(t), ns, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 0 {
+		t.Fatalf("group %s has a Workload %s before it is whole", g, items[0].Name)
+	}
+}
+
+func stillGated(p *corev1.Pod) error {
+	if !gated(p) {
+		return fmt.Errorf("pod %s was let through", p.Name)
+	}
+	return nil
+}
+
+func TestPodGroupIsAdmittedWholeByRole(t *testing.T) {
+	ns, cqName := queueSetup(t, "4", nil)
+	a := utiltesting.MakePod("worker-a", ns).Queue("main").Group("infer", "3").Request(corev1.ResourceCPU, "1").Obj()
+	b := utiltesting.MakePod("worker-b", ns).Queue("main").Group("infer", "3").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, a, b)
+	noGroupWorkload(t, ns, "infer")
+
+	leader := utiltesting.MakePod("leader", ns).Queue("main").Group("infer", "3").Request(corev1.ResourceCPU, "2").Obj()
+	mustCreate(t, leader)
+	wl := groupWorkload(t, ns, "infer", "the group's Workload admitted", admitted)
+	counts := map[int32]bool{}
+	for _, ps := range wl.Spec.PodSets {
+		counts[ps.Count] = true
+	}
+	if len(wl.Spec.PodSets) != 2 || !counts[1] || !counts[2] {
+		t.Errorf("the group's podsets %v, want its two roles: 2 workers and 1 leader", wl.Spec.PodSets)
+	}
+	if len(wl.OwnerReferences) != 3 {
+		t.Errorf("the group's Workload has %d owners, want its 3 pods", len(wl.OwnerReferences))
+	}
+	flavor := queueFlavor(t, cqName)
+	for _, p := range []*corev1.Pod{a, b, leader} {
+		got := podState(t, p, "pod "+p.Name+" let through", ungated)
+		if got.Spec.NodeSelector["pool"] != flavor || got.Labels[berthv1alpha1.WorkloadLabel] != wl.Name {
+			t.Errorf("pod %s: node selector %v, labels %v", p.Name, got.Spec.NodeSelector, got.Labels)
+		}
+	}
+	waitForEvent(t, ns, leader.Name, berthv1alpha1.WorkloadAdmitted, "Admitted by ClusterQueue "+cqName)
+
+	for _, p := range []*corev1.Pod{a, b, leader} {
+		setPodPhase(t, p, corev1.PodSucceeded)
+	}
+	groupWorkload(t, ns, "infer", "the group's Workload finished", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
+}
+
+func TestPodGroupBeyondQuotaWaitsWhole(t *testing.T) {
+	ns, _ := queueSetup(t, "2", nil)
+	var pods []*corev1.Pod
+	for i := range 3 {
+		pods = append(pods, utiltesting.MakePod(fmt.Sprintf("p%d", i), ns).Queue("main").Group("big", "3").Request(corev1.ResourceCPU, "1").Obj())
+	}
+	for _, p := range pods {
+		mustCreate(t, p)
+	}
+	groupWorkload(t, ns, "big", "the group waiting", pendingWith("needs 3 cpu, 2 available"))
+	for _, p := range pods {
+		podState(t, p, "pod "+p.Name+" held", stillGated)
+	}
+}
+
+func TestPodGroupThatDisagreesIsNotQueued(t *testing.T) {
+	ns, _ := queueSetup(t, "4", nil)
+	a := utiltesting.MakePod("a", ns).Queue("main").Group("odd", "2").Request(corev1.ResourceCPU, "1").Obj()
+	b := utiltesting.MakePod("b", ns).Queue("main").Group("odd", "3").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, a, b)
+	waitForEvent(t, ns, a.Name, "InvalidJob", "disagree on their annotation berth.dev/pod-group-total-count: 2, 3")
+	noGroupWorkload(t, ns, "odd")
+
+	bad := utiltesting.MakePod("c", ns).Queue("main").Group("bad", "many").Obj()
+	err := server.Client.Create(ctxFor(t), bad)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.annotations[berth.dev/pod-group-total-count]") {
+		t.Errorf("creating a pod of a group of %q pods: %v, want it refused with the field named", "many", err)
+	}
+}
+
+func TestPodOfAGroupCannotChangeGroupOrQueue(t *testing.T) {
+	ns, _ := queueSetup(t, "4", nil)
+	p := utiltesting.MakePod("a", ns).Queue("main").Group("one", "1").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, p)
+	groupWorkload(t, ns, "one", "the group admitted", admitted)
+	running := podState(t, p, "the pod let through", ungated)
+	for _, k := range []string{berthv1alpha1.PodGroupNameLabel, berthv1alpha1.QueueNameLabel} {
+		patch := client.MergeFrom(running.DeepCopy())
+		moved := running.DeepCopy()
+		moved.Labels[k] = "elsewhere"
+		err := server.Client.Patch(ctxFor(t), moved, patch)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.labels["+k+"]") {
+			t.Errorf("changing label %s of a running pod of a group: %v, want it refused with the field named", k, err)
+		}
+	}
+}
+
+func TestStatefulSetIsOneGroup(t *testing.T) {
+	ns, cqName := queueSetup(t, "3", nil)
+	tmpl := utiltesting.MakePod("", ns).Request(corev1.ResourceCPU, "1").Obj()
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns, Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "db"}}, Spec: tmpl.Spec},
+		},
+	}
+	mustCreate(t, sts)
+	if got := sts.Spec.Template.Labels[berthv1alpha1.PodGroupNameLabel]; got != "db" {
+		t.Fatalf("the StatefulSet's pods are in group %q, want db", got)
+	}
+	// The API server runs no StatefulSet controller: the test creates the
+	// pods as it would, one at a time.
+	replica := func(i int) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%d", i), Namespace: ns, Labels: sts.Spec.Template.Labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+			Spec: *sts.Spec.Template.Spec.DeepCopy(),
+		}
+		mustCreate(t, p)
+		return p
+	}
+	first := replica(0)
+	wl := groupWorkload(t, ns, "db", "the StatefulSet's Workload admitted with its first pod", admitted)
+	if wl.Spec.PodSets[0].Count != 3 {
+		t.Errorf("the Workload asks for %d pods, want the 3 replicas", wl.Spec.PodSets[0].Count)
+	}
+	if o := metav1.GetControllerOf(wl); o != nil || len(wl.OwnerReferences) != 1 || wl.OwnerReferences[0].UID != sts.UID {
+		t.Errorf("the Workload's owners %v, want the StatefulSet alone", wl.OwnerReferences)
+	}
+	podState(t, first, "the first replica let through", ungated)
+	second := replica(1)
+	podState(t, second, "the second replica let through", ungated)
+	setPodPhase(t, first, corev1.PodRunning)
+
+	// Scaled up past what was admitted: the group is admitted again for
+	// its new size; its running pods are stopped.
+	patch := client.MergeFrom(sts.DeepCopy())
+	sts.Spec.Replicas = ptr.To[int32](4)
+	if err := server.Client.Patch(ctxFor(t), sts, patch); err != nil {
+		t.Fatal(err)
+	}
+	third := replica(2)
+	groupWorkload(t, ns, "db", "the Workload evicted for the new size", conditionIs(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPodSetsChanged))
+	waitFor(t, "the running replicas deleted", func(ctx context.Context) error {
+		for _, p := range []*corev1.Pod{first, second} {
+			if err := server.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("pod %s is still there (%v)", p.Name, err)
+			}
+		}
+		return nil
+	})
+	podState(t, third, "the new replica held", stillGated)
+	groupWorkload(t, ns, "db", "the group waiting for 4 pods' quota", func(wl *berthv1alpha1.Workload) error {
+		if wl.Spec.PodSets[0].Count != 4 {
+			return fmt.Errorf("the Workload asks for %d pods", wl.Spec.PodSets[0].Count)
+		}
+		return pendingWith("needs 4 cpu, 3 available")(wl)
+	})
+	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
+		if cq.Status.AdmittedWorkloads != 0 {
+			return fmt.Errorf("%d workloads admitted", cq.Status.AdmittedWorkloads)
+		}
+		return nil
+	})
+
+	// Scaled to zero: the group's Workload goes.
+	if err := server.Client.Delete(ctxFor(t), third); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Workload of the emptied group deleted", func(ctx context.Context) error {
+		items, err := groupWorkloads(ctx, ns, "db")
+		if err != nil || len(items) != 0 {
+			return fmt.Errorf("%d Workloads (%v)", len(items), err)
+		}
+		return nil
+	})
+}
+
+func TestLeaderWorkerSetHandsItsQueueDown(t *testing.T) {
+	ns, _ := queueSetup(t, "4", nil)
+	lws := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+		"metadata": map[string]any{"name": "infer", "namespace": ns, "labels": map[string]any{berthv1alpha1.QueueNameLabel: "main"}},
+		"spec": map[string]any{"replicas": int64(2), "leaderWorkerTemplate": map[string]any{
+			"size": int64(3),
+			"workerTemplate": map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "w", "image": "registry.example/infer"},
+			}}},
+		}},
+	}}
+	mustCreate(t, lws)
+	labels, _, err := unstructured.NestedStringMap(lws.Object, "spec", "leaderWorkerTemplate", "workerTemplate", "metadata", "labels")
+	if err != nil || labels[berthv1alpha1.QueueNameLabel] != "main" {
+		t.Errorf("the worker template's labels %v (%v), want the queue's", labels, err)
+	}
+}
