@@ -45,6 +45,7 @@ fi
 echo "local-up: applying the nodes, the CRDs, the validation policy and the webhooks"
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/nodes.yaml" >/dev/null
 JOBSET_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/jobset)/config/components/crd/bases
+LWS_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/lws lws)/config/crd/bases
 # wait_for ARGS... retries `kubectl wait`: it gives up at once on an object
 # that has no conditions yet, as a new CRD or node has for a moment.
 wait_for() {
@@ -57,7 +58,7 @@ wait_for() {
 	return 1
 }
 # Server-side: the Workload CRD is larger than client-side apply's annotation.
-for crds in "$ROOT/config/crd/bases" "$JOBSET_CRDS"; do
+for crds in "$ROOT/config/crd/bases" "$JOBSET_CRDS" "$LWS_CRDS"; do
 	"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
 	wait_for --for=condition=Established -f "$crds"
 done
@@ -66,7 +67,8 @@ done
 "${KUBECTL[@]}" create namespace berth-system --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
 wait_for --for=condition=Ready node --all
 
-"$ROOT/hack/local-jobset.sh"
+"$ROOT/hack/local-controller.sh" jobset
+"$ROOT/hack/local-controller.sh" lws
 "$ROOT/hack/local-berth.sh"
 
 echo "local-up: the cluster is up; logs are under ${OUT#"$ROOT"/}/kwok/clusters/$CLUSTER/logs"

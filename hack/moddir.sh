@@ -4,14 +4,16 @@
 # module whose files (rather than packages) a script reads, and
 # `go list -m -f '{{.Dir}}'` then prints an empty line.
 #
-#   hack/moddir.sh MODULE
+#   hack/moddir.sh MODULE [TOOL]
+#
+# With TOOL, the module is the one hack/tools/TOOL/go.mod requires.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-module=${1:?usage: hack/moddir.sh MODULE}
-cd "$ROOT"
+module=${1:?usage: hack/moddir.sh MODULE [TOOL]}
+cd "$ROOT${2:+/hack/tools/$2}"
 if ! out=$(go mod download -json "$module" 2>&1); then
-	echo "moddir: cannot download $module, which go.mod requires:" >&2
+	echo "moddir: cannot download $module, which $PWD/go.mod requires:" >&2
 	echo "$out" >&2
 	exit 1
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned tools Berth needs from the Go module proxy into bin/.
 #
-#   hack/toolchain.sh [kube|berth-scheduler|etcd|kwok|controller-gen|golangci-lint|all]...
+#   hack/toolchain.sh [kube|berth-scheduler|etcd|kwok|jobset|lws|controller-gen|golangci-lint|all]...
 #
 # Each tool is rebuilt only when its pins change: a stamp under bin/.stamps
 # records the hash of what it was built from. No release binaries or images
@@ -101,6 +101,14 @@ build_jobset() {
 	stamp jobset
 }
 
+build_lws() {
+	local mod=$ROOT/hack/tools/lws
+	if fresh lws "$BIN/lws-controller" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
+	log "building the LeaderWorkerSet controller"
+	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/lws-controller" sigs.k8s.io/lws/cmd)
+	stamp lws
+}
+
 build_kwok() {
 	go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION"
 	go_install kwokctl sigs.k8s.io/kwok/cmd/kwokctl "$KWOK_VERSION"
@@ -117,9 +125,10 @@ main() {
 		etcd) build_etcd ;;
 		kwok) build_kwok ;;
 		jobset) build_jobset ;;
+		lws) build_lws ;;
 		controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 		golangci-lint) go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;
-		all) main etcd kube berth-scheduler kwok jobset controller-gen golangci-lint ;;
+		all) main etcd kube berth-scheduler kwok jobset lws controller-gen golangci-lint ;;
 		*) log "unknown tool $t"; return 2 ;;
 		esac
 	done

@@ -28,8 +28,10 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 // testCluster is two teams' ClusterQueues in cohort org, each 8 H100 GPUs
 // (team-b lends at most 4), a LocalQueue main in namespaces a and b, and
 // workloads: one admitted in team-a holding 6 GPUs, three waiting there
-// (one of them of higher priority, one a job's), one deactivated.
-func testCluster(t *testing.T) []client.Object {
+// (one of them of higher priority, one a job's), one deactivated. With
+// groups, two pod groups too: serve, waiting in team-a, and infer, short of
+// pods.
+func testCluster(t *testing.T, groups bool) []client.Object {
 	t.Helper()
 	gpu := func(name, cohort, lend string) *berthv1alpha1.ClusterQueue {
 		limits := []string{}
@@ -54,7 +56,8 @@ func testCluster(t *testing.T) []client.Object {
 	ofJob := waiting(jobframework.WorkloadName(batchv1.SchemeGroupVersion.WithKind("Job"), "train", "uid-train"), "a", 0, 3*time.Minute, "4")
 	inactive := waiting("parked", "a", 0, 4*time.Minute, "1")
 	inactive.Spec.Active = new(bool)
-	return []client.Object{
+
+	objs := []client.Object{
 		utiltesting.MakeResourceFlavor("h100"), utiltesting.MakeCohort("org").Obj(),
 		teamA, gpu("team-b", "org", "4"),
 		utiltesting.MakeLocalQueue("main", "a", "team-a"), utiltesting.MakeLocalQueue("main", "b", "team-b"),
@@ -65,6 +68,15 @@ func testCluster(t *testing.T) []client.Object {
 		waiting("urgent", "a", 100, 2*time.Minute, "4"),
 		ofJob, job, inactive,
 	}
+	if groups {
+		groupPod := func(name, group string) *corev1.Pod {
+			return utiltesting.MakePod(name, "a").Queue("main").Group(group, "3").Label(berthv1alpha1.ManagedLabel, "true").Gated().Obj()
+		}
+		ofGroup := waiting("pod-group-serve", "a", 0, 5*time.Minute, "2")
+		ofGroup.Labels = map[string]string{berthv1alpha1.PodGroupNameLabel: "serve"}
+		objs = append(objs, groupPod("serve-0", "serve"), ofGroup, groupPod("infer-0", "infer"))
+	}
+	return objs
 }
 
 // run runs kubectl berth with args against objs.
@@ -115,6 +127,7 @@ spec:
 		"why-job":                     {args: []string{"why", "job/train", "-n", "a"}},
 		"why-job-json":                {args: []string{"why", "job/train", "-n", "a", "-o", "json"}},
 		"why-inactive":                {args: []string{"why", "workload/parked", "-n", "a"}},
+		"why-pod-of-a-group":          {args: []string{"why", "pod/serve-0", "-n", "a"}},
 		"usage":                       {args: []string{"usage"}},
 		"usage-json":                  {args: []string{"usage", "org", "-o", "json"}},
 		// urgent, ahead in team-a, borrows 2 of team-b's GPUs in the same
@@ -125,11 +138,12 @@ spec:
 		"missing-queue":     {args: []string{"positions", "cq", "nope"}, wantErr: "ClusterQueue nope not found"},
 		"missing-job":       {args: []string{"why", "job/nope", "-n", "a"}, wantErr: "Job nope not found in namespace a"},
 		"bad-kind":          {args: []string{"why", "deployment/x"}, wantErr: "unknown kind deployment"},
+		"pod-group-short":   {args: []string{"why", "pod/infer-0", "-n", "a"}, wantErr: "pod group infer has no Workload yet: 1 of its 3 pods exist"},
 		"bad-output":        {args: []string{"usage", "-o", "wide"}, wantErr: `unknown output format "wide"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := run(t, testCluster(t), tc.args...)
+			out, err := run(t, testCluster(t, strings.HasPrefix(name, "why-pod") || strings.HasPrefix(name, "pod-group")), tc.args...)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -157,7 +171,7 @@ spec:
 }
 
 func TestStopAndResume(t *testing.T) {
-	objs := testCluster(t)
+	objs := testCluster(t, false)
 	scheme, err := Scheme()
 	if err != nil {
 		t.Fatal(err)

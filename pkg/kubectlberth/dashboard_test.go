@@ -78,7 +78,7 @@ func loadTestCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := testCluster(t)
+	objs := testCluster(t, false)
 	for _, o := range objs {
 		// team-a borrows 2 of team-b's GPUs.
 		if cq, ok := o.(*berthv1alpha1.ClusterQueue); ok && cq.Name == "team-a" {

@@ -113,6 +113,9 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 		if wl := pod.Labels[berthv1alpha1.WorkloadLabel]; wl != "" {
 			return wl, nil
 		}
+		if group := pod.Labels[berthv1alpha1.PodGroupNameLabel]; group != "" && pod.Labels[berthv1alpha1.ManagedLabel] != "" {
+			return groupWorkloadName(ctx, c, ns, group)
+		}
 		if pod.Labels[berthv1alpha1.ManagedLabel] != "" && pod.Labels[berthv1alpha1.QueueNameLabel] != "" {
 			// A queued pod of its own, waiting: its Workload is named
 			// after it.
@@ -121,6 +124,32 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 		return "", fmt.Errorf("pod %s has no label %s: Berth has not admitted it", key, berthv1alpha1.WorkloadLabel)
 	}
 	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, pod or workload", ref, kind)
+}
+
+// groupWorkloadName is the Workload of pod group group in ns; a group
+// that has none yet waits for its pods, and the error says how many.
+func groupWorkloadName(ctx context.Context, c client.Reader, ns, group string) (string, error) {
+	wls := &berthv1alpha1.WorkloadList{}
+	if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1alpha1.PodGroupNameLabel: group}); err != nil {
+		return "", readError(err)
+	}
+	for i := range wls.Items {
+		if wls.Items[i].DeletionTimestamp.IsZero() {
+			return wls.Items[i].Name, nil
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{berthv1alpha1.PodGroupNameLabel: group}); err != nil {
+		return "", readError(err)
+	}
+	total := "?"
+	for i := range pods.Items {
+		if v := pods.Items[i].Annotations[berthv1alpha1.PodGroupTotalCountAnnotation]; v != "" {
+			total = v
+		}
+	}
+	return "", fmt.Errorf("pod group %s has no Workload yet: %d of its %s pods exist, and it is queued once all do (its pods' events say if they cannot be)",
+		group, len(pods.Items), total)
 }
 
 func notFound(err error, kind string, key types.NamespacedName) error {

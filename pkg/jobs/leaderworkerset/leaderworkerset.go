@@ -7,10 +7,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
@@ -45,6 +47,10 @@ func (labeler) Handle(_ context.Context, req admission.Request) admission.Respon
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	labels := obj.GetLabels()
+	if policy, _, _ := unstructured.NestedString(obj.Object, "spec", "startupPolicy"); policy == "LeaderReady" && labels[berthv1alpha1.QueueNameLabel] != "" {
+		return admission.Denied(field.Forbidden(field.NewPath("spec", "startupPolicy"),
+			"Berth admits a group once all its pods exist, and LeaderReady creates the workers only once the leader runs; use LeaderCreated").Error())
+	}
 	for _, tmpl := range []string{"workerTemplate", "leaderTemplate"} {
 		fields := []string{"spec", "leaderWorkerTemplate", tmpl}
 		if _, found, err := unstructured.NestedMap(obj.Object, fields...); err != nil || !found {

@@ -250,3 +250,19 @@ func TestLeaderWorkerSetHandsItsQueueDown(t *testing.T) {
 		t.Errorf("the worker template's labels %v (%v), want the queue's", labels, err)
 	}
 }
+
+func TestLeaderWorkerSetThatWaitsForItsLeaderIsRefused(t *testing.T) {
+	ns, _ := queueSetup(t, "4", nil)
+	lws := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+		"metadata": map[string]any{"name": "infer", "namespace": ns, "labels": map[string]any{berthv1alpha1.QueueNameLabel: "main"}},
+		"spec": map[string]any{"startupPolicy": "LeaderReady", "leaderWorkerTemplate": map[string]any{
+			"size":           int64(2),
+			"workerTemplate": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "w", "image": "registry.example/infer"}}}},
+		}},
+	}}
+	err := server.Client.Create(ctxFor(t), lws)
+	if err == nil || !strings.Contains(err.Error(), "spec.startupPolicy") {
+		t.Errorf("creating a queued LeaderWorkerSet with startupPolicy LeaderReady: %v, want it refused with the field named", err)
+	}
+}

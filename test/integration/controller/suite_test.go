@@ -44,10 +44,6 @@ var (
 
 var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"}
 
-// lwsModule is the LeaderWorkerSet release whose CRD the API server gets,
-// the one hack/tools/lws builds the controller of.
-const lwsModule = "sigs.k8s.io/lws@v0.7.0"
-
 func TestMain(m *testing.M) {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-5))))
@@ -59,7 +55,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	lws, err := apiserver.ModuleDir(lwsModule)
+	// The LeaderWorkerSet release the local cluster runs.
+	lws, err := apiserver.ToolModuleDir("lws", "sigs.k8s.io/lws")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -203,9 +203,18 @@ func Scheme() (*k8sruntime.Scheme, error) {
 // module cache: the tests install CRDs that dependencies ship. It downloads
 // the module first, as a fresh machine has nothing in its module cache that
 // a build did not need.
-func ModuleDir(path string) (string, error) {
+func ModuleDir(path string) (string, error) { return moduleDir(RepoRoot(), path) }
+
+// ToolModuleDir is ModuleDir for a module that the tool module
+// hack/tools/<tool> requires, such as the controller of a job framework
+// that Berth's own code does not import.
+func ToolModuleDir(tool, path string) (string, error) {
+	return moduleDir(filepath.Join(RepoRoot(), "hack", "tools", tool), path)
+}
+
+func moduleDir(dir, path string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", path)
-	cmd.Dir = RepoRoot()
+	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
