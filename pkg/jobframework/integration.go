@@ -44,11 +44,23 @@ type Integration struct {
 	// LoadGroup reads the composed job named by a GroupLabel value; nil
 	// when no object carries it any more.
 	LoadGroup func(ctx context.Context, c client.Reader, namespace, name string) (ComposedJob, error)
+	// GroupSources are other kinds whose changes change a composed job,
+	// such as a StatefulSet, whose replicas are its group's size.
+	GroupSources []GroupSource
 	// Setup, when set, replaces the job reconciler and webhooks: for a kind
 	// whose pods another integration queues, such as a Deployment's, whose
 	// webhook only hands its queue label down to its pods. NewJob and Wrap
 	// are then nil.
 	Setup func(mgr ctrl.Manager, opts Options) error
+}
+
+// GroupSource is a kind whose objects change composed jobs.
+type GroupSource struct {
+	// Object is an empty object of the kind.
+	Object client.Object
+	// GroupOf names the composed job an object of the kind changes; ""
+	// for none.
+	GroupOf func(client.Object) string
 }
 
 // JobWithPodSpecs is implemented by jobs whose pod specs the webhook may

@@ -73,6 +73,15 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	} else {
 		b = b.Watches(i.NewJob().Object(), handler.EnqueueRequestsFromMapFunc(i.requestOfJob)).
 			Watches(&berthv1alpha1.Workload{}, handler.EnqueueRequestsFromMapFunc(i.requestOfWorkload))
+		for _, src := range i.GroupSources {
+			b = b.Watches(src.Object, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+				group := src.GroupOf(obj)
+				if group == "" {
+					return nil
+				}
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: groupRequest + group}}}
+			}))
+		}
 	}
 	err := b.Complete(shutdown.UntilStopped(&JobReconciler{
 		client: mgr.GetClient(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,

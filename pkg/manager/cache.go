@@ -2,6 +2,7 @@ package manager
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -54,7 +55,8 @@ type Scope struct {
 
 // byObject restricts what the cache holds of kinds that Berth reads only
 // in part: of the pods, those Berth holds or runs, which carry the managed
-// label (quota is released when they are gone); of the webhook
+// label (quota is released when they are gone); of the StatefulSets, the
+// queued ones, whose replicas are their pod groups' sizes; of the webhook
 // configurations, its own, listed and watched by name so that its role may
 // name them (resourceNames).
 func (s Scope) byObject() map[client.Object]cache.ByObject {
@@ -62,8 +64,13 @@ func (s Scope) byObject() map[client.Object]cache.ByObject {
 	if err != nil {
 		panic(err)
 	}
+	queued, err := labels.NewRequirement(berthv1alpha1.QueueNameLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
 	out := map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*managed)},
+		&corev1.Pod{}:         {Label: labels.NewSelector().Add(*managed)},
+		&appsv1.StatefulSet{}: {Label: labels.NewSelector().Add(*queued)},
 	}
 	if s.ValidatingWebhookConfiguration != "" {
 		out[&admissionregistrationv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.ValidatingWebhookConfiguration)}

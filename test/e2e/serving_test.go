@@ -30,10 +30,10 @@ spec:
 `, name, e.ns, queue, replicas, name, name, gpus, gpus))
 }
 
-// podCounts counts a Deployment's pods that are bound to a node and those
-// that still carry Berth's scheduling gate.
-func (e *env) podCounts(ctx context.Context, app string) (bound, gated int, err error) {
-	out, err := kubectl(ctx, "", "get", "pods", "-n", e.ns, "-l", "app="+app, "-o",
+// podCounts counts the pods of a label selector that are bound to a node
+// and those that still carry Berth's scheduling gate.
+func (e *env) podCounts(ctx context.Context, selector string) (bound, gated int, err error) {
+	out, err := kubectl(ctx, "", "get", "pods", "-n", e.ns, "-l", selector, "-o",
 		`jsonpath={range .items[*]}{.metadata.name}|{.spec.nodeName}|{.spec.schedulingGates[*].name}|{.metadata.deletionTimestamp}{"\n"}{end}`)
 	if err != nil {
 		return 0, 0, err
@@ -53,10 +53,15 @@ func (e *env) podCounts(ctx context.Context, app string) (bound, gated int, err 
 	return bound, gated, nil
 }
 
-func (e *env) waitPods(app string, bound, gated int) {
+// waitPods waits until the pods of a label selector (app=NAME for a bare
+// name) are bound and gated in these numbers.
+func (e *env) waitPods(selector string, bound, gated int) {
 	e.t.Helper()
-	eventually(e.t, fmt.Sprintf("%d pods of %s bound and %d gated", bound, app, gated), 90*time.Second, func(ctx context.Context) error {
-		b, g, err := e.podCounts(ctx, app)
+	if !strings.Contains(selector, "=") {
+		selector = "app=" + selector
+	}
+	eventually(e.t, fmt.Sprintf("%d pods of %s bound and %d gated", bound, selector, gated), 90*time.Second, func(ctx context.Context) error {
+		b, g, err := e.podCounts(ctx, selector)
 		if err != nil {
 			return err
 		}
@@ -115,13 +120,16 @@ func TestInferenceBorrowsTrainingsGPUs(t *testing.T) {
 	t.Logf("the waiting replica says: %s", e.gatedPodMessage(t, "serve"))
 }
 
-// gatedPodMessage is the waiting message of one gated pod of app, through
-// kubectl berth why.
-func (e *env) gatedPodMessage(t *testing.T, app string) string {
+// gatedPodMessage is the waiting message of one gated pod of a label
+// selector (app=NAME for a bare name), through kubectl berth why.
+func (e *env) gatedPodMessage(t *testing.T, selector string) string {
 	t.Helper()
+	if !strings.Contains(selector, "=") {
+		selector = "app=" + selector
+	}
 	var msg string
-	eventually(t, "a gated pod of "+app+" saying why it waits", 60*time.Second, func(ctx context.Context) error {
-		names := get(ctx, "pods", "-n", e.ns, "-l", "app="+app, "-o",
+	eventually(t, "a gated pod of "+selector+" saying why it waits", 60*time.Second, func(ctx context.Context) error {
+		names := get(ctx, "pods", "-n", e.ns, "-l", selector, "-o",
 			`jsonpath={range .items[?(@.spec.schedulingGates[0].name=="berth.dev/admission")]}{.metadata.name}{" "}{end}`)
 		pods := strings.Fields(names)
 		if len(pods) == 0 {

@@ -83,6 +83,16 @@ func loadGroup(ctx context.Context, c client.Reader, ns, name string) (jobframew
 	return g, nil
 }
 
+// groupOfStatefulSet is the group of a queued StatefulSet's pods: a change
+// of its replicas changes the group's size.
+func groupOfStatefulSet(obj client.Object) string {
+	sts, ok := obj.(*appsv1.StatefulSet)
+	if !ok || sts.Labels[berthv1alpha1.QueueNameLabel] == "" {
+		return ""
+	}
+	return sts.Spec.Template.Labels[berthv1alpha1.PodGroupNameLabel]
+}
+
 // newGroup is the group of pods. The group size is their
 // pod-group-total-count annotation, on which all must agree, or, for the
 // pods of a StatefulSet without it, the StatefulSet's replicas, which the

@@ -123,7 +123,10 @@ func TestGroupRunsNoMoreThanAdmitted(t *testing.T) {
 	if !g.Runs() || !g.IsSuspended() {
 		t.Fatalf("Runs() %v, IsSuspended() %v: want a group that runs in part", g.Runs(), g.IsSuspended())
 	}
-	info := jobframework.PodSetInfo{Name: "main", Count: 2, NodeSelector: map[string]string{"pool": "h100"}}
+	// The podset's template is another pod's, a leader's say: only
+	// Berth's labels are handed on.
+	info := jobframework.PodSetInfo{Name: "main", Count: 2, NodeSelector: map[string]string{"pool": "h100"},
+		Labels: map[string]string{lwsWorkerIndexLabel: "0", berthv1alpha1.WorkloadLabel: "wl"}}
 	if err := g.RunWithPodSetsInfo([]jobframework.PodSetInfo{info}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +135,9 @@ func TestGroupRunsNoMoreThanAdmitted(t *testing.T) {
 	}
 	if gated(g.changed[0]) || g.changed[0].Spec.NodeSelector["pool"] != "h100" {
 		t.Errorf("pod b: gates %v, node selector %v", g.changed[0].Spec.SchedulingGates, g.changed[0].Spec.NodeSelector)
+	}
+	if l := g.changed[0].Labels; l[berthv1alpha1.WorkloadLabel] != "wl" || l[lwsWorkerIndexLabel] != "" {
+		t.Errorf("pod b's labels %v: want the Workload's, and no other pod's", l)
 	}
 	if !gated(extra) {
 		t.Error("pod c, beyond the admitted count, was let through")

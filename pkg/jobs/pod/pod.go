@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,6 +36,7 @@ func init() {
 		Selects:            selects,
 		GroupLabel:         berthv1alpha1.PodGroupNameLabel,
 		LoadGroup:          loadGroup,
+		GroupSources:       []jobframework.GroupSource{{Object: &appsv1.StatefulSet{}, GroupOf: groupOfStatefulSet}},
 	})
 }
 
@@ -169,7 +171,8 @@ func (p *Pod) PodSets() ([]berthv1alpha1.PodSet, error) {
 
 // RunWithPodSetsInfo removes Berth's gate and adds the admission's node
 // selector, tolerations, labels and annotations, all of which a gated pod
-// may still take. Nothing the pod has is removed.
+// may still take. Nothing the pod has is removed, and only Berth's labels
+// and annotations are added.
 func (p *Pod) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
 	if len(infos) != 1 {
 		return fmt.Errorf("a pod has one podset, got %d", len(infos))
@@ -186,9 +189,28 @@ func (p *Pod) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
 	}
 	p.Spec.NodeSelector = merged(p.Spec.NodeSelector, info.NodeSelector)
 	p.Spec.Tolerations = jobframework.AppendMissingTolerations(p.Spec.Tolerations, info.Tolerations)
-	p.Labels = merged(p.Labels, info.Labels)
-	p.Annotations = merged(p.Annotations, info.Annotations)
+	p.Labels = merged(p.Labels, admissionOnly(info.Labels, admissionLabels))
+	p.Annotations = merged(p.Annotations, admissionOnly(info.Annotations, admissionAnnotations))
 	return nil
+}
+
+// The labels and annotations that admission adds to a pod. The podset's
+// others are those of the pod its template was made from, which for a pod
+// of a group is another pod: a LeaderWorkerSet's worker must not take its
+// leader's labels.
+var (
+	admissionLabels      = []string{berthv1alpha1.WorkloadLabel, berthv1alpha1.ManagedLabel, berthv1alpha1.PodSetLabel}
+	admissionAnnotations = []string{berthv1alpha1.PodSetSizeAnnotation}
+)
+
+func admissionOnly(m map[string]string, keys []string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func merged(into, from map[string]string) map[string]string {

@@ -219,6 +219,21 @@ func TestStatefulSetIsOneGroup(t *testing.T) {
 		return nil
 	})
 
+	// Scaled back within the quota, with no pod created or deleted: the
+	// StatefulSet's change alone makes the group fit again.
+	patch = client.MergeFrom(sts.DeepCopy())
+	sts.Spec.Replicas = ptr.To[int32](3)
+	if err := server.Client.Patch(ctxFor(t), sts, patch); err != nil {
+		t.Fatal(err)
+	}
+	groupWorkload(t, ns, "db", "the group of 3 admitted again", func(wl *berthv1alpha1.Workload) error {
+		if wl.Spec.PodSets[0].Count != 3 {
+			return fmt.Errorf("the Workload asks for %d pods", wl.Spec.PodSets[0].Count)
+		}
+		return admitted(wl)
+	})
+	podState(t, third, "the waiting replica let through", ungated)
+
 	// Scaled to zero: the group's Workload goes.
 	if err := server.Client.Delete(ctxFor(t), third); err != nil {
 		t.Fatal(err)
