@@ -12,10 +12,11 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// BenchmarkAdmitPodsBesideJobs queues the same number of single pods and of
-// one-pod Jobs (1,000, or BERTH_BENCH_OBJECTS) in one ClusterQueue of the
-// local cluster with room for all of them, and reports for each how fast
-// they are admitted and what the controller spends per admission:
+// BenchmarkAdmitPodsBesideJobs queues the same number of single pods, of
+// pods in groups of four, and of one-pod Jobs (1,000, or
+// BERTH_BENCH_OBJECTS) in one ClusterQueue of the local cluster with room
+// for all of them, and reports for each how fast they are admitted and
+// what the controller spends per admission and per pod:
 //
 //	make local-up && go test -run '^$' -bench AdmitPodsBesideJobs -benchtime 1x ./test/e2e/
 //
@@ -26,7 +27,7 @@ func BenchmarkAdmitPodsBesideJobs(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BERTH_BENCH_OBJECTS")); err == nil && v > 0 {
 		n = v
 	}
-	for _, kind := range []string{"pods", "jobs"} {
+	for _, kind := range []string{"pods", "pod-groups", "jobs"} {
 		b.Run(kind, func(b *testing.B) {
 			for range b.N {
 				admitMany(b, kind, n)
@@ -35,17 +36,25 @@ func BenchmarkAdmitPodsBesideJobs(b *testing.B) {
 	}
 }
 
+// benchGroupSize is the number of pods in a group of the benchmark.
+const benchGroupSize = 4
+
 // admitMany creates n objects of kind in a new namespace and waits until
-// their n Workloads are admitted.
+// their Workloads are admitted: n, or n/4 for pods in groups of four.
 func admitMany(b *testing.B, kind string, n int) {
 	e := newEnv(b)
 	h100 := e.flavor("h100")
 	e.localQueue("main", e.queue("bench", "", gpuQuota{flavor: h100, gpus: "0"}))
 	var objects strings.Builder
+	workloads := n
 	for i := range n {
-		if kind == "pods" {
-			objects.WriteString(benchPod(e.ns, fmt.Sprintf("p%d", i)))
-		} else {
+		switch kind {
+		case "pods":
+			objects.WriteString(benchPod(e.ns, fmt.Sprintf("p%d", i), ""))
+		case "pod-groups":
+			objects.WriteString(benchPod(e.ns, fmt.Sprintf("p%d", i), fmt.Sprintf("g%d", i/benchGroupSize)))
+			workloads = n / benchGroupSize
+		default:
 			objects.WriteString(benchJob(e.ns, fmt.Sprintf("j%d", i)))
 		}
 		objects.WriteString("---\n")
@@ -61,19 +70,21 @@ func admitMany(b *testing.B, kind string, n int) {
 		b.Fatal(err)
 	}
 	created := time.Since(start)
-	eventually(b, fmt.Sprintf("%d workloads admitted", n), 10*time.Minute, func(ctx context.Context) error {
+	eventually(b, fmt.Sprintf("%d workloads admitted", workloads), 10*time.Minute, func(ctx context.Context) error {
 		out := get(ctx, "wl", "-n", e.ns, "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Admitted")].status} {end}`)
-		if got := strings.Count(out, "True"); got < n {
-			return fmt.Errorf("%d of %d admitted", got, n)
+		if got := strings.Count(out, "True"); got < workloads {
+			return fmt.Errorf("%d of %d admitted", got, workloads)
 		}
 		return nil
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cpu := cpuSeconds(b, proc) - before
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "admissions/s")
+	b.ReportMetric(float64(workloads)/elapsed.Seconds(), "admissions/s")
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "pods/s")
 	b.ReportMetric(created.Seconds(), "s-to-create")
-	b.ReportMetric(1000*cpu/float64(n), "controller-cpu-ms/admission")
+	b.ReportMetric(1000*cpu/float64(workloads), "controller-cpu-ms/admission")
+	b.ReportMetric(1000*cpu/float64(n), "controller-cpu-ms/pod")
 }
 
 func cpuSeconds(b *testing.B, proc procfs.Proc) float64 {
@@ -95,9 +106,14 @@ containers:
 `, "\n", "\n"+indent)
 }
 
-// benchPod is a pod in queue main.
-func benchPod(ns, name string) string {
-	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s, labels: {berth.dev/queue-name: main}}\nspec:\n  %s\n", name, ns, benchSpec("  "))
+// benchPod is a pod in queue main, in the group of four of that name
+// unless it is empty.
+func benchPod(ns, name, group string) string {
+	meta := "labels: {berth.dev/queue-name: main}"
+	if group != "" {
+		meta = fmt.Sprintf("labels: {berth.dev/queue-name: main, berth.dev/pod-group-name: %s}, annotations: {berth.dev/pod-group-total-count: \"%d\"}", group, benchGroupSize)
+	}
+	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s, %s}\nspec:\n  %s\n", name, ns, meta, benchSpec("  "))
 }
 
 // benchJob is a Job of one pod like benchPod's.
