@@ -281,3 +281,37 @@ func TestLeaderWorkerSetThatWaitsForItsLeaderIsRefused(t *testing.T) {
 		t.Errorf("creating a queued LeaderWorkerSet with startupPolicy LeaderReady: %v, want it refused with the field named", err)
 	}
 }
+
+func TestPodGroupIsPreemptedWhole(t *testing.T) {
+	high := utiltesting.MakeWorkloadPriorityClass(unique("high"), 1000)
+	mustCreate(t, high)
+	ns, _ := queueSetup(t, "2", func(cq *utiltesting.ClusterQueueWrapper) {
+		cq.Preemption(berthv1alpha1.ClusterQueuePreemption{WithinClusterQueue: berthv1alpha1.PreemptionPolicyLowerPriority})
+	})
+	a := utiltesting.MakePod("a", ns).Queue("main").Group("low", "2").Request(corev1.ResourceCPU, "1").Obj()
+	b := utiltesting.MakePod("b", ns).Queue("main").Group("low", "2").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, a, b)
+	groupWorkload(t, ns, "low", "the low-priority group admitted", admitted)
+	for _, p := range []*corev1.Pod{a, b} {
+		podState(t, p, "pod "+p.Name+" let through", ungated)
+		setPodPhase(t, p, corev1.PodRunning)
+	}
+
+	urgent := utiltesting.MakePod("urgent", ns).Queue("main").PriorityClass(high.Name).Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, urgent)
+	waitFor(t, "both pods of the preempted group deleted", func(ctx context.Context) error {
+		for _, p := range []*corev1.Pod{a, b} {
+			if err := server.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("pod %s is still there (%v)", p.Name, err)
+			}
+		}
+		return nil
+	})
+	waitForEvent(t, ns, a.Name, berthv1alpha1.WorkloadPreempted, "Preempted in ClusterQueue")
+	waitForEvent(t, ns, b.Name, berthv1alpha1.WorkloadPreempted, "Preempted in ClusterQueue")
+	// A group without pods has no Workload: Berth deletes it (the API
+	// server here runs no garbage collector), and the urgent pod takes the
+	// quota.
+	podWorkload(t, urgent, "the urgent pod admitted", admitted)
+	podState(t, urgent, "the urgent pod let through", ungated)
+}
