@@ -172,6 +172,7 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations manager.Dev
 		},
 		Integrations: cfg.Integrations.Frameworks,
 		Deviations:   deviations,
+		FairSharing:  cfg.FairSharing != nil && cfg.FairSharing.Enable,
 	}
 	if po := cfg.Integrations.PodOptions; po != nil && po.NamespaceSelector != nil {
 		// Validated before: it parses.

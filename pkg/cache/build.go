@@ -49,7 +49,7 @@ func buildTree(in treeInputs) *tree {
 	cohortOf := func(name berthv1alpha1.CohortReference) *Cohort {
 		c, ok := t.cohorts[name]
 		if !ok {
-			c = &Cohort{Name: name}
+			c = &Cohort{Name: name, node: node{weight: defaultWeight}}
 			t.cohorts[name] = c
 		}
 		return c
@@ -99,6 +99,7 @@ func (t *tree) linkCohorts(objs map[berthv1alpha1.CohortReference]*berthv1alpha1
 		obj := objs[name]
 		c := cohortOf(name)
 		c.setQuotas(obj.Spec.ResourceGroups)
+		c.weight = weightOf(obj.Spec.FairSharing)
 		if p := obj.Spec.ParentName; p != "" {
 			parent := cohortOf(p)
 			if parent.hasAncestor(c) {

@@ -310,6 +310,17 @@ func (c *Cache) ClusterQueueUsage(name berthv1alpha1.ClusterQueueReference) (usa
 	return usage, borrowed, len(st.workloads.m)
 }
 
+// WeightedShare is a ClusterQueue's weighted share of what its cohort
+// lends (see berthv1alpha1.FairSharingStatus); 0 for one not cached.
+func (c *Cache) WeightedShare(name berthv1alpha1.ClusterQueueReference) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cq := c.tree().clusterQueues[name]; cq != nil {
+		return cq.WeightedShare()
+	}
+	return 0
+}
+
 // CohortCycle is the cycle of parentName links among the cohorts above a
 // ClusterQueue, e.g. "a -> b -> c -> a"; empty when there is none.
 func (c *Cache) CohortCycle(name berthv1alpha1.ClusterQueueReference) string {

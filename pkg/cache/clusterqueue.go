@@ -242,6 +242,7 @@ func newClusterQueue(obj *berthv1alpha1.ClusterQueue, flavors map[berthv1alpha1.
 		cq.Inactive = fmt.Sprintf("ClusterQueue %s is stopped (stopPolicy %s)", obj.Name, spec.StopPolicy)
 	}
 	cq.setQuotas(spec.ResourceGroups)
+	cq.weight = weightOf(spec.FairSharing)
 	return cq
 }
 

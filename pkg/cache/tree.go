@@ -34,6 +34,8 @@ type node struct {
 	// counter is used. It lets the scheduler reuse a decision computed
 	// against an unchanged tree.
 	generation int64
+	// weight is the node's fair-sharing weight, in thousandths.
+	weight int64
 }
 
 func (n *node) root() *node {
@@ -191,5 +193,6 @@ func (n *node) clone(parent *Cohort) node {
 		index:      n.index,
 		quotas:     append([]frQuota(nil), n.quotas...),
 		generation: n.generation,
+		weight:     n.weight,
 	}
 }

@@ -36,6 +36,9 @@ type ClusterQueueReconciler struct {
 	pacer     *statusPacer
 
 	mu sync.Mutex
+	// fairSharing reports each queue's share in its status.
+	fairSharing bool
+
 	// synced is the generation of each queue the engine has, so that
 	// status-only events do not wake the queue's set-aside workloads.
 	synced map[string]int64
@@ -146,6 +149,10 @@ func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.Cl
 	name := berthv1alpha1.ClusterQueueReference(cq.Name)
 	usage, borrowed, n := r.cache.ClusterQueueUsage(name)
 	st.usage, st.borrowed = usage, borrowed
+	if r.fairSharing {
+		share := r.cache.WeightedShare(name)
+		st.share = &share
+	}
 	active, inadmissible := r.queues.PendingCounts(name)
 	st.pending = int32(active + inadmissible)
 	// Quota is reserved and the workload admitted in one write, so the two

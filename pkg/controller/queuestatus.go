@@ -36,6 +36,8 @@ type queueState struct {
 	// usage is the quota held per flavor and resource; borrowed is the
 	// part of it above the nominal quota.
 	usage, borrowed resources.Usage
+	// share is the queue's weighted share, while fair sharing is on.
+	share *int64
 }
 
 // setClusterQueueStatus computes a ClusterQueue's status from its state.
@@ -49,6 +51,10 @@ func setClusterQueueStatus(cq *berthv1alpha1.ClusterQueue, st queueState) bool {
 	usage := flavorUsage(cq.Spec.ResourceGroups, st.usage, st.borrowed)
 	cq.Status.FlavorsReservation = usage
 	cq.Status.FlavorsUsage = usage
+	cq.Status.FairSharing = nil
+	if st.share != nil {
+		cq.Status.FairSharing = &berthv1alpha1.FairSharingStatus{WeightedShare: *st.share}
+	}
 	setActiveCondition(&cq.Status.Conditions, cq.Generation, clusterQueueActive(cq, st))
 	return !equality.Semantic.DeepEqual(old, &cq.Status)
 }

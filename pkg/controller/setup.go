@@ -28,6 +28,9 @@ type Options struct {
 	// Integrated reports whether a job integration runs the workloads of
 	// an owner of this kind.
 	Integrated func(metav1.OwnerReference) bool
+	// FairSharing reports each ClusterQueue's weighted share in its
+	// status.
+	FairSharing bool
 }
 
 // Engine is what the reconcilers share with the scheduler: its cache of
@@ -64,7 +67,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 		},
 		&ClusterQueueReconciler{
 			client: cl, workloads: queueWorkloads.Each, cache: e.Cache, queues: e.Queues, notifier: n,
-			pacer: newStatusPacer(budget), synced: map[string]int64{},
+			pacer: newStatusPacer(budget), synced: map[string]int64{}, fairSharing: opts.FairSharing,
 		},
 		&LocalQueueReconciler{
 			client: cl, workloads: queueWorkloads.Each, notifier: n,

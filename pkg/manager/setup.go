@@ -35,6 +35,9 @@ type Options struct {
 	// Deviations says whether the controller departs from stock
 	// controller-runtime and client-go.
 	Deviations Deviations
+	// FairSharing turns fair sharing on: borrowers admitted by their
+	// queues' weighted shares, and the shares in the queues' status.
+	FairSharing bool
 }
 
 // AddToScheme adds Berth's kinds and the enabled frameworks' kinds.
@@ -90,6 +93,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	engine := controller.Engine{Cache: c, Queues: q, Writer: writer, Pending: pending, Recorder: recorder}
 	ctrlOpts := opts.Controllers
 	ctrlOpts.Integrated = integrated(enabled)
+	ctrlOpts.FairSharing = opts.FairSharing
 	if err := controller.Setup(ctx, mgr, engine, ctrlOpts); err != nil {
 		return err
 	}
@@ -103,10 +107,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up job integration %s: %w", i.Name, err)
 		}
 	}
-	sched := scheduler.New(c, q, applier.New(writer, recorder, pending), scheduler.WithParallelism(admissionWriters),
+	schedOpts := []scheduler.Option{scheduler.WithParallelism(admissionWriters),
 		scheduler.WithCycleObserver(func(_ scheduler.Stats, took time.Duration) {
 			metrics.AdmissionCycleDuration.Observe(took.Seconds())
-		}))
+		})}
+	if opts.FairSharing {
+		schedOpts = append(schedOpts, scheduler.WithFairSharing())
+	}
+	sched := scheduler.New(c, q, applier.New(writer, recorder, pending), schedOpts...)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
 		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {

@@ -156,3 +156,44 @@ func BenchmarkPreemption(b *testing.B) {
 	}
 	b.ReportMetric(float64(decisions)/elapsed.Seconds(), "decisions/s")
 }
+
+// BenchmarkBorrowingDrain is BenchmarkDrain where the queues must borrow:
+// 50,000 workloads of one GPU over 1,000 ClusterQueues in 10 cohorts, each
+// queue with 30 GPUs of its own, so that 30,000 are admitted, the last
+// 10,000 of them borrowed, and 20,000 wait. It runs without fair sharing and
+// with it, which orders every borrowing head of a round by its queue's
+// share.
+func BenchmarkBorrowingDrain(b *testing.B) {
+	const pending = 50_000
+	wls := benchWorkloads(pending, 0, "1")
+	for _, fair := range []bool{false, true} {
+		b.Run(fmt.Sprintf("fairSharing=%v", fair), func(b *testing.B) {
+			var decisions int
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				c, m := benchTopology("30", berthv1alpha1.ClusterQueuePreemption{})
+				for j, w := range wls {
+					_ = m.AddOrUpdateWorkload(w, berthv1alpha1.ClusterQueueReference(fmt.Sprintf("cq-%04d", j%benchQueues)))
+				}
+				var opts []Option
+				if fair {
+					opts = append(opts, WithFairSharing())
+				}
+				s := New(c, m, &nopApplier{}, opts...)
+				c.Snapshot()
+				b.StartTimer()
+				start := time.Now()
+				for {
+					stats := s.Schedule(context.Background())
+					decisions += stats.Admitted
+					if stats.Admitted == 0 {
+						break
+					}
+				}
+				elapsed += time.Since(start)
+			}
+			b.ReportMetric(float64(decisions)/elapsed.Seconds(), "decisions/s")
+		})
+	}
+}

@@ -31,6 +31,10 @@ type entry struct {
 	deactivated bool
 	// released is the reservation the head held until its round began.
 	released *nomination
+	// shares are, with fair sharing, the weighted shares of the nodes on
+	// the path of the head's queue once it is admitted, for a head that
+	// borrows.
+	shares []cache.PathShare
 }
 
 // cycle is the scratch state of one Schedule call.
@@ -133,13 +137,17 @@ func (c *cycle) nominate(h queue.Head) entry {
 	default:
 		e.generation = e.cq.TreeGeneration()
 		e.assignment = flavorassigner.Assign(c.snap, e.cq, h.Info)
+		if c.fairSharing && e.assignment != nil && e.assignment.Borrows {
+			e.shares = e.cq.SharesWith(e.assignment.Usage)
+		}
 	}
 	return e
 }
 
 // entryLess orders a round: considerable before inadmissible, fitting
 // without borrowing before borrowing, a head that held a reservation
-// before one that did not, priority, queue time, key. The room a
+// before one that did not, with fair sharing the lower share where the
+// paths of two borrowers' queues part, priority, queue time, key. The room a
 // preemptor's victims gave up goes to it, not to a head of another queue
 // that made no room: were it handed over, the victims would have been
 // evicted for nothing, and the preemptor would evict again.
@@ -152,6 +160,9 @@ func entryLess(a, b *entry) bool {
 	}
 	if (a.released != nil) != (b.released != nil) {
 		return a.released != nil
+	}
+	if less, decided := cache.FairLess(a.shares, b.shares); decided {
+		return less
 	}
 	if !queue.Less(a.head.Info, b.head.Info) && !queue.Less(b.head.Info, a.head.Info) {
 		return a.head.ClusterQueue < b.head.ClusterQueue

@@ -22,6 +22,9 @@ type Scheduler struct {
 	nominated map[string]*nomination
 	// observe, when set, is told of each cycle of Start.
 	observe func(Stats, time.Duration)
+	// fairSharing orders a round's borrowing heads by the shares their
+	// queues would have with them.
+	fairSharing bool
 }
 
 // Option configures a Scheduler.
@@ -42,6 +45,12 @@ func WithParallelism(n int) Option {
 // and how long it took. f must not block.
 func WithCycleObserver(f func(Stats, time.Duration)) Option {
 	return func(s *Scheduler) { s.observe = f }
+}
+
+// WithFairSharing orders the heads of a round that borrow by the weighted
+// shares their queues would have once they are admitted, lowest first.
+func WithFairSharing() Option {
+	return func(s *Scheduler) { s.fairSharing = true }
 }
 
 // New returns a Scheduler.

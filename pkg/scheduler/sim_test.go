@@ -24,8 +24,10 @@ import (
 // the objects, feeds the cache and queues, finishes workloads and requeues
 // preempted ones, so that many cycles can run against random scenarios.
 type sim struct {
-	seed    int64
-	rng     *rand.Rand
+	seed int64
+	rng  *rand.Rand
+	// fair draws the fair-sharing settings.
+	fair    *rand.Rand
 	mu      sync.Mutex
 	cache   *cache.Cache
 	queues  *queue.Manager
@@ -100,6 +102,10 @@ func newSim(seed int64, parallelism int) *sim {
 		pairs: map[string]int{}, flavors: []string{"f0", "f1"}, pendingMsg: map[string]string{},
 	}
 	s.sched = New(s.cache, s.queues, s, WithClock(func() time.Time { return s.now }), WithParallelism(parallelism))
+	// Fair sharing and weights come from a generator of their own, so that
+	// a seed's scenario is the one it was before they existed.
+	s.fair = rand.New(rand.NewSource(seed ^ 0x5eed))
+	s.sched.fairSharing = s.fair.Intn(2) == 0
 	for _, f := range s.flavors {
 		s.cache.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor(f))
 	}
@@ -147,6 +153,9 @@ func (s *sim) randomTopology() {
 			WhenCanPreempt: berthv1alpha1.FlavorFungibilityPolicy(pick(r, "MayStopSearch", "TryNextFlavor")),
 		})
 		w.Preemption(s.randomPreemption())
+		if s.sched.fairSharing {
+			w.Weight(pick(s.fair, "0", "1", "1", "2", "3"))
+		}
 		s.cqs[berthv1alpha1.ClusterQueueReference(w.Name)] = w.Obj()
 		s.cache.AddOrUpdateClusterQueue(w.Obj())
 		s.queues.AddOrUpdateClusterQueue(w.Obj())

@@ -190,6 +190,12 @@ type ClusterQueueSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// FairSharing is the queue's weight in its cohort when fair sharing is
+	// on.
+	//
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 }
 
 // ResourceUsage is the amount of one resource a queue uses.
@@ -259,6 +265,12 @@ type ClusterQueueStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	FlavorsUsage []FlavorUsage `json:"flavorsUsage,omitempty"`
+
+	// FairSharing is the queue's share of what its cohort lends, while
+	// fair sharing is on.
+	//
+	// +optional
+	FairSharing *FairSharingStatus `json:"fairSharing,omitempty"`
 }
 
 // ClusterQueue is quota per flavor and resource, a preemption policy and

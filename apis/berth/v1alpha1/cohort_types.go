@@ -21,6 +21,12 @@ type CohortSpec struct {
 	//
 	// +optional
 	ResourceGroups ResourceGroups `json:"resourceGroups,omitempty"`
+
+	// FairSharing is the cohort's weight in its parent when fair sharing
+	// is on.
+	//
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 }
 
 // Cohort is a group of ClusterQueues that lend each other unused quota. A

@@ -51,6 +51,18 @@ type Configuration struct {
 	// WaitForPodsReady makes admission wait until the pods of the
 	// workloads admitted before are ready.
 	WaitForPodsReady WaitForPodsReady `json:"waitForPodsReady,omitempty"`
+
+	// FairSharing evens out what the queues of a cohort borrow, by the
+	// weights of ClusterQueues and Cohorts.
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+}
+
+// FairSharing turns fair sharing on.
+type FairSharing struct {
+	// Enable orders the borrowing workloads of a cohort by the share their
+	// queue would have once they are admitted, lowest first, and reports
+	// each ClusterQueue's share in its status. Default false.
+	Enable bool `json:"enable,omitempty"`
 }
 
 // ClientConnection tunes the client's rate limit towards the API server.

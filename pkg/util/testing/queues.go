@@ -28,6 +28,12 @@ func (c *ClusterQueueWrapper) Cohort(name string) *ClusterQueueWrapper {
 	return c
 }
 
+// Weight sets the queue's fair-sharing weight.
+func (c *ClusterQueueWrapper) Weight(w string) *ClusterQueueWrapper {
+	c.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: new(resource.MustParse(w))}
+	return c
+}
+
 // Strategy sets spec.queueingStrategy.
 func (c *ClusterQueueWrapper) Strategy(s berthv1alpha1.QueueingStrategy) *ClusterQueueWrapper {
 	c.Spec.QueueingStrategy = s

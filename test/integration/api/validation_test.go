@@ -87,6 +87,17 @@ func TestClusterQueueValidation(t *testing.T) {
 			body:    gpuQueue("research", "        nominalQuota: 8\n        borrowingLimit: 9Ei"),
 			wantErr: []string{"borrowingLimit must be at most 1P for cpu and 1E for other resources"},
 		},
+		"a fair-sharing weight": {
+			body: gpuQueue("research", "        nominalQuota: 8") + "  fairSharing: {weight: 2500m}\n",
+		},
+		"a negative fair-sharing weight": {
+			body:    gpuQueue("research", "        nominalQuota: 8") + "  fairSharing: {weight: -1}\n",
+			wantErr: []string{"spec.fairSharing.weight must be from 0 to 1M"},
+		},
+		"a fair-sharing weight above 1M": {
+			body:    gpuQueue("research", "        nominalQuota: 8") + "  fairSharing: {weight: 2M}\n",
+			wantErr: []string{"spec.fairSharing.weight must be from 0 to 1M"},
+		},
 		"invalid cohort name": {
 			body:    gpuQueue("Team_A", "        nominalQuota: 1"),
 			wantErr: []string{"spec.cohortName", "should match"},
@@ -192,6 +203,10 @@ func TestClusterQueueValidation(t *testing.T) {
 
 func TestCohortValidation(t *testing.T) {
 	cases := map[string]validationCase{
+		"a negative fair-sharing weight": {
+			body:    "spec:\n  parentName: org\n  fairSharing: {weight: \"-0.5\"}\n",
+			wantErr: []string{"spec.fairSharing.weight must be from 0 to 1M"},
+		},
 		"valid with a parent and limits": {
 			body: `spec:
   parentName: org
