@@ -117,10 +117,26 @@ spec:
 	if err := os.WriteFile(notAJob, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// With fair sharing on, the table shows each queue's weight, from its
+	// spec, and its share, as its status reports it.
+	fair := func(objs []client.Object) {
+		for _, o := range objs {
+			if cq, ok := o.(*berthv1alpha1.ClusterQueue); ok {
+				share := int64(0)
+				if cq.Name == "team-a" {
+					share = 375
+					cq.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: new(resource.MustParse("2"))}
+				}
+				cq.Status.FairSharing = &berthv1alpha1.FairSharingStatus{WeightedShare: share}
+			}
+		}
+	}
 	cases := map[string]struct {
 		args    []string
+		mutate  func([]client.Object)
 		wantErr string
 	}{
+		"usage-fair-sharing":          {args: []string{"usage"}, mutate: fair},
 		"positions-clusterqueue":      {args: []string{"positions", "clusterqueue", "team-a"}},
 		"positions-clusterqueue-json": {args: []string{"positions", "clusterqueue", "team-a", "-o", "json"}},
 		"positions-localqueue-yaml":   {args: []string{"positions", "localqueue", "main", "-n", "a", "-o", "yaml"}},
@@ -143,7 +159,11 @@ spec:
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := run(t, testCluster(t, strings.HasPrefix(name, "why-pod") || strings.HasPrefix(name, "pod-group")), tc.args...)
+			objs := testCluster(t, strings.HasPrefix(name, "why-pod") || strings.HasPrefix(name, "pod-group"))
+			if tc.mutate != nil {
+				tc.mutate(objs)
+			}
+			out, err := run(t, objs, tc.args...)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)

@@ -3,7 +3,9 @@ package kubectlberth
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,10 +28,13 @@ type CohortUsage struct {
 	ClusterQueues []ClusterQueueUsage `json:"clusterQueues"`
 }
 
-// ClusterQueueUsage is one ClusterQueue's quota and usage.
+// ClusterQueueUsage is one ClusterQueue's quota and usage, and while fair
+// sharing is on its weight and weighted share (status.fairSharing).
 type ClusterQueueUsage struct {
-	Name    string        `json:"name"`
-	Flavors []FlavorUsage `json:"flavors"`
+	Name          string        `json:"name"`
+	Flavors       []FlavorUsage `json:"flavors"`
+	Weight        string        `json:"weight,omitempty"`
+	WeightedShare *int64        `json:"weightedShare,omitempty"`
 }
 
 // FlavorUsage is one flavor of a ClusterQueue.
@@ -164,6 +169,13 @@ func clusterQueueUsage(cq *berthv1alpha1.ClusterQueue) ClusterQueueUsage {
 		}
 	}
 	out := ClusterQueueUsage{Name: cq.Name, Flavors: []FlavorUsage{}}
+	if fs := cq.Status.FairSharing; fs != nil {
+		out.WeightedShare = &fs.WeightedShare
+		out.Weight = "1"
+		if cq.Spec.FairSharing != nil && cq.Spec.FairSharing.Weight != nil {
+			out.Weight = cq.Spec.FairSharing.Weight.String()
+		}
+	}
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
 			fu := FlavorUsage{Name: string(f.Name), Resources: []ResourceUsage{}}
@@ -192,24 +204,55 @@ func quantityString(q resource.Quantity) string {
 }
 
 func usageTable(w io.Writer, u Usage) error {
-	row(w, "COHORT", "CLUSTERQUEUE", "FLAVOR", "RESOURCE", "NOMINAL", "USED", "BORROWED", "LENDABLE")
+	// The share columns only while fair sharing is on.
+	fair := false
+	for _, c := range u.Cohorts {
+		for _, cq := range c.ClusterQueues {
+			fair = fair || cq.WeightedShare != nil
+		}
+	}
+	header := []any{"COHORT", "CLUSTERQUEUE", "FLAVOR", "RESOURCE", "NOMINAL", "USED", "BORROWED", "LENDABLE"}
+	if fair {
+		header = append(header, "WEIGHT", "SHARE")
+	}
+	row(w, header...)
 	for _, c := range u.Cohorts {
 		label := orDash(c.Name)
 		if c.Parent != "" {
 			label += " (in " + c.Parent + ")"
 		}
 		if len(c.ClusterQueues) == 0 {
-			row(w, label, "-", "-", "-", "-", "-", "-", "-")
+			cells := []any{label}
+			for range len(header) - 1 {
+				cells = append(cells, "-")
+			}
+			row(w, cells...)
 		}
 		for _, cq := range c.ClusterQueues {
 			for _, f := range cq.Flavors {
 				for _, r := range f.Resources {
-					row(w, label, cq.Name, f.Name, r.Name, r.Nominal, r.Used, r.Borrowed, r.Lendable)
+					cells := []any{label, cq.Name, f.Name, r.Name, r.Nominal, r.Used, r.Borrowed, r.Lendable}
+					if fair {
+						cells = append(cells, orDash(cq.Weight), shareString(cq.WeightedShare))
+					}
+					row(w, cells...)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// shareString is a weighted share as the table shows it: "inf" for the
+// share of a queue of weight 0 that borrows.
+func shareString(share *int64) string {
+	switch {
+	case share == nil:
+		return "-"
+	case *share == math.MaxInt64:
+		return "inf"
+	}
+	return strconv.FormatInt(*share, 10)
 }
 
 func sortedMapKeys[V any](m map[string]V) []string {
