@@ -26,8 +26,10 @@ func weightOf(fs *berthv1alpha1.FairSharing) int64 {
 type PathShare struct {
 	node *node
 	// Share is the node's weighted share, per mille (see
-	// berthv1alpha1.FairSharingStatus).
-	Share int64
+	// berthv1alpha1.FairSharingStatus), unrounded: two shares are equal
+	// only when they are, so that no rounding lets two queues take turns
+	// preempting each other. +Inf for a node of weight 0 that borrows.
+	Share float64
 }
 
 // WeightedShare is n's share of what its parent lends, per mille, divided
@@ -36,18 +38,23 @@ type PathShare struct {
 // borrows nothing or has no parent; the largest int64 for one that
 // borrows with weight 0.
 func (n *node) WeightedShare() int64 {
-	return n.shareWith(nil)
+	share := n.shareWith(nil)
+	if share >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(math.Ceil(share))
 }
 
-// shareWith is WeightedShare with delta added to n's demand.
-func (n *node) shareWith(delta map[resources.FlavorResource]int64) int64 {
+// shareWith is n's weighted share, unrounded, with delta added to its
+// demand.
+func (n *node) shareWith(delta map[resources.FlavorResource]int64) float64 {
 	if n.parent == nil {
 		return 0
 	}
 	borrowed := map[corev1.ResourceName]int64{}
 	for fr, i := range n.index {
 		q := &n.quotas[i]
-		if b := resources.Add(q.demand, delta[fr]) - q.subtree; b > 0 {
+		if b := plus(q.demand, delta[fr]) - q.subtree; b > 0 {
 			borrowed[fr.Resource] = resources.Add(borrowed[fr.Resource], b)
 		}
 	}
@@ -55,7 +62,7 @@ func (n *node) shareWith(delta map[resources.FlavorResource]int64) int64 {
 		return 0
 	}
 	if n.weight == 0 {
-		return math.MaxInt64
+		return math.Inf(1)
 	}
 	lendable := map[corev1.ResourceName]int64{}
 	for fr, i := range n.parent.index {
@@ -71,11 +78,7 @@ func (n *node) shareWith(delta map[resources.FlavorResource]int64) int64 {
 		}
 		dominant = max(dominant, ratio)
 	}
-	share := dominant * 1000 * defaultWeight / float64(n.weight)
-	if share >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(math.Ceil(share))
+	return dominant * 1000 * defaultWeight / float64(n.weight)
 }
 
 // SharesWith is the weighted share that each node on cq's path would have
@@ -96,7 +99,7 @@ func (cq *ClusterQueue) SharesWith(u resources.Usage) []PathShare {
 		for fr, d := range delta {
 			if q := cur.quota(fr); q != nil {
 				before := max(0, q.demand-q.guaranteed)
-				next[fr] = max(0, resources.Add(q.demand, d)-q.guaranteed) - before
+				next[fr] = max(0, plus(q.demand, d)-q.guaranteed) - before
 			}
 		}
 		delta = next
@@ -107,19 +110,34 @@ func (cq *ClusterQueue) SharesWith(u resources.Usage) []PathShare {
 	return out
 }
 
-// FairLess compares two paths of shares (see SharesWith): less when a's
-// node is below b's where the paths part under a common cohort; decided
-// is false when they do not part under one, or their shares there are
-// equal.
-func FairLess(a, b []PathShare) (less, decided bool) {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i].node == b[i].node {
-			continue
+// Parting is the index at which two paths of shares (see SharesWith) part
+// under a common cohort: where their nodes are siblings. ok is false when
+// they do not, being of two trees, or one path the other's beginning.
+func Parting(a, b []PathShare) (i int, ok bool) {
+	for i = 0; i < len(a) && i < len(b); i++ {
+		if a[i].node != b[i].node {
+			return i, a[i].node.parent == b[i].node.parent
 		}
-		if a[i].node.parent != b[i].node.parent || a[i].Share == b[i].Share {
-			return false, false
-		}
-		return a[i].Share < b[i].Share, true
 	}
-	return false, false
+	return 0, false
+}
+
+// FairLess compares two paths of shares: less when a's node has the lower
+// share where the paths part; decided is false when they do not part under
+// a common cohort, or their shares there are equal.
+func FairLess(a, b []PathShare) (less, decided bool) {
+	i, ok := Parting(a, b)
+	if !ok || a[i].Share == b[i].Share {
+		return false, false
+	}
+	return a[i].Share < b[i].Share, true
+}
+
+// plus is a+d for a change d of either sign: resources.Add saturates a sum
+// of amounts, which are never negative.
+func plus(a, d int64) int64 {
+	if d >= 0 {
+		return resources.Add(a, d)
+	}
+	return a + d
 }

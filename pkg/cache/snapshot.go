@@ -13,6 +13,10 @@ type Snapshot struct {
 	ClusterQueues   map[berthv1alpha1.ClusterQueueReference]*ClusterQueue
 	Cohorts         map[berthv1alpha1.CohortReference]*Cohort
 	ResourceFlavors map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor
+	// FairSharing is set by a scheduler that shares fairly: a queue may
+	// then preempt another's borrowed workloads to borrow, when the
+	// shares allow it (see the preemption package).
+	FairSharing bool
 
 	// added holds the keys of workloads added after the snapshot was taken.
 	added map[string]bool

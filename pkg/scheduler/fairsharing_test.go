@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,6 +50,68 @@ func TestFairSharingAdmitsTheLowerShareFirst(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{tc.want}, got); diff != "" {
 				t.Errorf("admitted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFairSharingPreemption: queue a borrows all 4 GPUs its cohort lends,
+// in two workloads; b, borrowing nothing, wants 2. With fair sharing b's
+// share with its workload (2 of 4) is at most a's without one of its own
+// (2 of 4): b takes one, and only one.
+func TestFairSharingPreemption(t *testing.T) {
+	reclaimAny := berthv1alpha1.ClusterQueuePreemption{ReclaimWithinCohort: berthv1alpha1.PreemptionPolicyAny}
+	cases := map[string]struct {
+		fairSharing   bool
+		weightB       string
+		aWorkloads    []string
+		wantPreempted int
+		wantPending   string
+	}{
+		"b takes one of a's two workloads": {
+			fairSharing: true, aWorkloads: []string{"2", "2"}, wantPreempted: 1,
+			wantPending: "Preempting 1 workloads to make room",
+		},
+		"without fair sharing, reclaimWithinCohort does not preempt to borrow": {
+			aWorkloads: []string{"2", "2"}, wantPending: "The workload does not fit",
+		},
+		"b of weight 0 never preempts to borrow": {
+			fairSharing: true, weightB: "0", aWorkloads: []string{"2", "2"}, wantPending: "The workload does not fit",
+		},
+		"a's one workload of 4 goes by the second strategy": {
+			// S2-a fails (500 > 0), S2-b holds (500 < 1000): b takes it.
+			fairSharing: true, aWorkloads: []string{"4"}, wantPreempted: 1,
+			wantPending: "Preempting 1 workloads to make room",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := gpuCQ("b", "c", gpus("h100", "0")).Preemption(reclaimAny)
+			if tc.weightB != "" {
+				b.Weight(tc.weightB)
+			}
+			var admitted []*berthv1alpha1.Workload
+			for i, g := range tc.aWorkloads {
+				admitted = append(admitted, mkWL("a"+itoa(int32(i)), "ns").Request(1, "nvidia.com/gpu", g).AdmittedIn("a", "h100").Obj())
+			}
+			e := newEnv(envInputs{
+				flavors:  gpuFlavors(),
+				queues:   []*berthv1alpha1.ClusterQueue{gpuCQ("a", "c", gpus("h100", "0")).Obj(), b.Obj(), gpuCQ("lender", "c", gpus("h100", "4")).Obj()},
+				admitted: admitted,
+				pending:  []*berthv1alpha1.Workload{mkWL("wb", "ns").Queue("b").Request(1, "nvidia.com/gpu", "2").Obj()},
+			})
+			e.sched.fairSharing = tc.fairSharing
+			e.sched.Schedule(t.Context())
+			if len(e.applier.preempted) != tc.wantPreempted {
+				t.Errorf("preempted %v, want %d", e.applier.preempted, tc.wantPreempted)
+			}
+			for _, reason := range e.applier.preempted {
+				if reason != berthv1alpha1.ReasonInCohortReclaimWhileBorrowing {
+					t.Errorf("preempted for %s", reason)
+				}
+			}
+			if got := e.applier.pending["ns/wb"]; !strings.Contains(got, tc.wantPending) {
+				t.Errorf("b's workload says %q, want %q", got, tc.wantPending)
 			}
 		})
 	}

@@ -231,6 +231,11 @@ func (s *sim) checkVictim(p preemptionEvent) error {
 	case berthv1alpha1.ReasonInCohortReclamation:
 		ok = !sameCQ && (pol.ReclaimWithinCohort == berthv1alpha1.PreemptionPolicyAny || pol.ReclaimWithinCohort == berthv1alpha1.PreemptionPolicyLowerPriority && vp < pp)
 	case berthv1alpha1.ReasonInCohortReclaimWhileBorrowing:
+		if s.sched.fairSharing {
+			// The shares decide, within what reclaimWithinCohort allows.
+			ok = !sameCQ && (pol.ReclaimWithinCohort == berthv1alpha1.PreemptionPolicyAny || pol.ReclaimWithinCohort == berthv1alpha1.PreemptionPolicyLowerPriority && vp < pp)
+			break
+		}
 		th := pol.BorrowWithinCohort.MaxPriorityThreshold
 		ok = !sameCQ && pol.BorrowWithinCohort.Policy == berthv1alpha1.PreemptionPolicyLowerPriority && vp < pp && (th == nil || vp <= *th)
 	}

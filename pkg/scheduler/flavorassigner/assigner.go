@@ -258,5 +258,10 @@ func (as *assigner) resourceMode(fr resources.FlavorResource, need int64) Mode {
 	if p.BorrowWithinCohort.Policy != berthv1alpha1.PreemptionPolicyNever && cq.Cohort() != nil {
 		return Preempt
 	}
+	if as.s.FairSharing && p.ReclaimWithinCohort != berthv1alpha1.PreemptionPolicyNever && cq.Cohort() != nil {
+		// Fair sharing may take another queue's borrowed quota to
+		// borrow, where the shares allow it.
+		return Preempt
+	}
 	return NoFit
 }

@@ -1,6 +1,7 @@
 package preemption
 
 import (
+	"math"
 	"sort"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -50,6 +51,12 @@ func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a
 		cands, late := candidates(s, cq, wl, needed, borrowing)
 		if late {
 			return nil, true
+		}
+		if borrowing && s.FairSharing {
+			if t := fairSearch(cq, a.Usage, cands); t != nil {
+				return t, false
+			}
+			continue
 		}
 		if t := search(cq, a.Usage, cands, borrowing); t != nil {
 			return t, false
@@ -126,20 +133,36 @@ func candidates(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, ne
 				continue
 			}
 			for _, info := range other.Workloads() {
-				add(info, other, reason, allowedInCohort(cq.Preemption, borrowing, wl, info))
+				// With fair sharing, the shares decide whether a borrower
+				// may take what another borrows (see fairSearch), within
+				// what reclaimWithinCohort allows.
+				add(info, other, reason, allowedInCohort(cq.Preemption, borrowing && !s.FairSharing, wl, info))
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return before(out[i], out[j], cq) })
+	var shares map[*cache.ClusterQueue]int64
+	if borrowing && s.FairSharing {
+		shares = map[*cache.ClusterQueue]int64{}
+		for _, c := range out {
+			shares[c.cq] = c.cq.WeightedShare()
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return before(out[i], out[j], cq, shares) })
 	return out, late
 }
 
-func before(a, b candidate, cq *cache.ClusterQueue) bool {
+// before orders candidates: evicting first, then other queues', with fair
+// sharing those of the queue with the highest share first, then lower
+// priority, then the most recently admitted.
+func before(a, b candidate, cq *cache.ClusterQueue, shares map[*cache.ClusterQueue]int64) bool {
 	if a.info.Evicting != b.info.Evicting {
 		return a.info.Evicting
 	}
 	if (a.cq != cq) != (b.cq != cq) {
 		return a.cq != cq
+	}
+	if sa, sb := shares[a.cq], shares[b.cq]; sa != sb {
+		return sa > sb
 	}
 	if a.info.Priority != b.info.Priority {
 		return a.info.Priority < b.info.Priority
@@ -192,15 +215,63 @@ func allowedInCohort(p berthv1alpha1.ClusterQueuePreemption, borrowing bool, wl,
 // own work, which may reclaim from borrowers at any priority, and the
 // two would take turns without either finishing.
 func search(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing bool) []Target {
-	if t := searchOnce(cq, u, cands, borrowing, true); t != nil || borrowing {
+	if t := searchOnce(cq, u, cands, borrowing, true, nil); t != nil || borrowing {
 		return t
 	}
-	return searchOnce(cq, u, cands, borrowing, false)
+	return searchOnce(cq, u, cands, borrowing, false, nil)
+}
+
+// fairSearch finds victims for a preemptor that would borrow, under fair
+// sharing: in other queues' surplus only, as search, and only where the
+// shares allow, by the first strategy that finds enough:
+//
+//   - the preemptor's queue, with it admitted, would have a share at most
+//     the victim's queue's once the victim is gone
+//     (LessThanOrEqualToFinalShare);
+//   - or below the victim's queue's share now (LessThanInitialShare).
+//
+// Shares are compared where the two queues' paths part: between sibling
+// cohorts in a hierarchy. The victim's queue's share is taken with the
+// victims chosen before it gone. A preempted workload cannot take its
+// place back: its queue's share with it would be above the preemptor's
+// without what it took. A queue of weight 0 has an endless share when it
+// borrows, so it never preempts to borrow.
+func fairSearch(cq *cache.ClusterQueue, u resources.Usage, cands []candidate) []Target {
+	preemptor := cq.SharesWith(u)
+	if len(preemptor) == 0 || math.IsInf(preemptor[len(preemptor)-1].Share, 1) {
+		return nil
+	}
+	strategies := []func(preemptor, before, after cache.PathShare) bool{
+		func(p, _, after cache.PathShare) bool { return p.Share <= after.Share },
+		func(p, before, _ cache.PathShare) bool { return p.Share < before.Share },
+	}
+	for _, strategy := range strategies {
+		allows := func(c candidate) bool {
+			before := c.cq.SharesWith(nil)
+			after := c.cq.SharesWith(negated(c.info.Usage))
+			i, ok := cache.Parting(preemptor, before)
+			return ok && strategy(preemptor[i], before[i], after[i])
+		}
+		if t := searchOnce(cq, u, cands, true, true, allows); t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+func negated(u resources.Usage) resources.Usage {
+	out := make(resources.Usage, len(u))
+	for fr, v := range u {
+		out[fr] = -v
+	}
+	return out
 }
 
 // searchOnce removes candidates greedily until u fits, then puts back, in
 // reverse order, each one that is not needed. It restores the snapshot.
-func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing, surplusOnly bool) []Target {
+// allows, when set, must allow a candidate of another queue that is not
+// being evicted, as the snapshot is when its turn comes.
+func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing, surplusOnly bool, allows func(candidate) bool) []Target {
 	fits := func() bool {
 		return cq.Fits(u) && (borrowing || !borrows(cq, u))
 	}
@@ -218,6 +289,9 @@ func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, bo
 			continue
 		}
 		if surplusOnly && c.cq != cq && !c.info.Evicting && !surplus(c.cq, c.info.Usage) {
+			continue
+		}
+		if allows != nil && c.cq != cq && !c.info.Evicting && !allows(c) {
 			continue
 		}
 		c.cq.RemoveUsage(c.info.Usage)
