@@ -174,6 +174,9 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations manager.Dev
 		Deviations:   deviations,
 		FairSharing:  cfg.FairSharing != nil && cfg.FairSharing.Enable,
 	}
+	if opts.FairSharing {
+		opts.FairStrategies = cfg.FairSharing.PreemptionStrategies
+	}
 	if po := cfg.Integrations.PodOptions; po != nil && po.NamespaceSelector != nil {
 		// Validated before: it parses.
 		opts.Jobs.PodNamespaces, _ = metav1.LabelSelectorAsSelector(po.NamespaceSelector)

@@ -2,6 +2,7 @@ package cache
 
 import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -17,6 +18,9 @@ type Snapshot struct {
 	// then preempt another's borrowed workloads to borrow, when the
 	// shares allow it (see the preemption package).
 	FairSharing bool
+	// FairStrategies are the rules of fair-sharing preemption, in the
+	// order they are tried.
+	FairStrategies []configv1alpha1.PreemptionStrategy
 
 	// added holds the keys of workloads added after the snapshot was taken.
 	added map[string]bool

@@ -52,6 +52,9 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	if cfg.Integrations.PodOptions.NamespaceSelector == nil {
 		cfg.Integrations.PodOptions.NamespaceSelector = DefaultPodNamespaceSelector()
 	}
+	if fs := cfg.FairSharing; fs != nil && fs.PreemptionStrategies == nil {
+		fs.PreemptionStrategies = []configv1alpha1.PreemptionStrategy{configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare}
+	}
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
 	rs := &cfg.WaitForPodsReady.RequeuingStrategy
 	if rs.BackoffBaseSeconds == nil {

@@ -43,6 +43,9 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 		errs = append(errs, validatePodNamespaceSelector(po.NamespaceSelector, field.NewPath("integrations", "podOptions", "namespaceSelector"))...)
 	}
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
+	if fs := cfg.FairSharing; fs != nil {
+		errs = append(errs, validatePreemptionStrategies(fs.PreemptionStrategies, field.NewPath("fairSharing", "preemptionStrategies"))...)
+	}
 	return errs
 }
 
@@ -195,6 +198,22 @@ func validatePodNamespaceSelector(sel *metav1.LabelSelector, path *field.Path) f
 		if s.Matches(labels.Set{corev1.LabelMetadataName: ns}) {
 			errs = append(errs, field.Invalid(path, sel.String(), fmt.Sprintf("must not select namespace %s", ns)))
 		}
+	}
+	return errs
+}
+
+func validatePreemptionStrategies(strategies []configv1alpha1.PreemptionStrategy, path *field.Path) field.ErrorList {
+	known := []string{string(configv1alpha1.LessThanOrEqualToFinalShare), string(configv1alpha1.LessThanInitialShare)}
+	var errs field.ErrorList
+	seen := sets.New[configv1alpha1.PreemptionStrategy]()
+	for i, s := range strategies {
+		switch {
+		case !slices.Contains(known, string(s)):
+			errs = append(errs, field.NotSupported(path.Index(i), s, known))
+		case seen.Has(s):
+			errs = append(errs, field.Duplicate(path.Index(i), s))
+		}
+		seen.Insert(s)
 	}
 	return errs
 }

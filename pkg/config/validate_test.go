@@ -143,6 +143,14 @@ func TestValidate(t *testing.T) {
 			},
 			wantFields: []string{"FieldValueNotSupported integrations.frameworks[1]", "FieldValueDuplicate integrations.frameworks[2]"},
 		},
+		"unknown and duplicate fair-sharing strategies": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.FairSharing = &configv1alpha1.FairSharing{Enable: true, PreemptionStrategies: []configv1alpha1.PreemptionStrategy{
+					configv1alpha1.LessThanInitialShare, "Random", configv1alpha1.LessThanInitialShare,
+				}}
+			},
+			wantFields: []string{"FieldValueNotSupported fairSharing.preemptionStrategies[1]", "FieldValueDuplicate fairSharing.preemptionStrategies[2]"},
+		},
 		"a pod namespace selector of teams": {
 			change: func(cfg *configv1alpha1.Configuration) {
 				cfg.Integrations.PodOptions.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/applier"
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/controller"
@@ -36,8 +37,10 @@ type Options struct {
 	// controller-runtime and client-go.
 	Deviations Deviations
 	// FairSharing turns fair sharing on: borrowers admitted by their
-	// queues' weighted shares, and the shares in the queues' status.
-	FairSharing bool
+	// queues' weighted shares, preempting to borrow by FairStrategies,
+	// and the shares in the queues' status.
+	FairSharing    bool
+	FairStrategies []configv1alpha1.PreemptionStrategy
 }
 
 // AddToScheme adds Berth's kinds and the enabled frameworks' kinds.
@@ -112,7 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			metrics.AdmissionCycleDuration.Observe(took.Seconds())
 		})}
 	if opts.FairSharing {
-		schedOpts = append(schedOpts, scheduler.WithFairSharing())
+		schedOpts = append(schedOpts, scheduler.WithFairSharing(opts.FairStrategies...))
 	}
 	sched := scheduler.New(c, q, applier.New(writer, recorder, pending), schedOpts...)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

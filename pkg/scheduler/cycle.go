@@ -79,7 +79,7 @@ type requeued struct {
 func (s *Scheduler) Schedule(ctx context.Context) Stats {
 	mark := s.queues.Mark()
 	c := &cycle{Scheduler: s, snap: s.cache.Snapshot(), blocked: map[berthv1alpha1.ClusterQueueReference]bool{}, preemptor: map[berthv1alpha1.ClusterQueueReference]string{}}
-	c.snap.FairSharing = s.fairSharing
+	c.snap.FairSharing, c.snap.FairStrategies = s.fairSharing, s.fairStrategies
 	if s.parallelism > 1 {
 		c.slots = make(chan struct{}, s.parallelism)
 	}

@@ -42,7 +42,9 @@ func TestFairSharingAdmitsTheLowerShareFirst(t *testing.T) {
 					mkWL("wb", "ns").Queue("b").Request(1, "nvidia.com/gpu", "2").Obj(),
 				},
 			})
-			e.sched.fairSharing = tc.fairSharing
+			if tc.fairSharing {
+				WithFairSharing()(e.sched)
+			}
 			e.sched.Schedule(t.Context())
 			var got []string
 			for k := range e.applier.admitted {
@@ -100,7 +102,9 @@ func TestFairSharingPreemption(t *testing.T) {
 				admitted: admitted,
 				pending:  []*berthv1alpha1.Workload{mkWL("wb", "ns").Queue("b").Request(1, "nvidia.com/gpu", "2").Obj()},
 			})
-			e.sched.fairSharing = tc.fairSharing
+			if tc.fairSharing {
+				WithFairSharing()(e.sched)
+			}
 			e.sched.Schedule(t.Context())
 			if len(e.applier.preempted) != tc.wantPreempted {
 				t.Errorf("preempted %v, want %d", e.applier.preempted, tc.wantPreempted)

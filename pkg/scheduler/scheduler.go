@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/queue"
 )
@@ -23,8 +24,10 @@ type Scheduler struct {
 	// observe, when set, is told of each cycle of Start.
 	observe func(Stats, time.Duration)
 	// fairSharing orders a round's borrowing heads by the shares their
-	// queues would have with them.
-	fairSharing bool
+	// queues would have with them, and lets them preempt by the shares,
+	// by fairStrategies.
+	fairSharing    bool
+	fairStrategies []configv1alpha1.PreemptionStrategy
 }
 
 // Option configures a Scheduler.
@@ -48,9 +51,15 @@ func WithCycleObserver(f func(Stats, time.Duration)) Option {
 }
 
 // WithFairSharing orders the heads of a round that borrow by the weighted
-// shares their queues would have once they are admitted, lowest first.
-func WithFairSharing() Option {
-	return func(s *Scheduler) { s.fairSharing = true }
+// shares their queues would have once they are admitted, lowest first, and
+// lets a head that would borrow preempt another queue's borrowed workloads
+// by the given strategies, tried in order (by default
+// LessThanOrEqualToFinalShare, then LessThanInitialShare).
+func WithFairSharing(strategies ...configv1alpha1.PreemptionStrategy) Option {
+	if len(strategies) == 0 {
+		strategies = []configv1alpha1.PreemptionStrategy{configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare}
+	}
+	return func(s *Scheduler) { s.fairSharing, s.fairStrategies = true, strategies }
 }
 
 // New returns a Scheduler.

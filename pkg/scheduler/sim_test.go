@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/queue"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -105,7 +106,10 @@ func newSim(seed int64, parallelism int) *sim {
 	// Fair sharing and weights come from a generator of their own, so that
 	// a seed's scenario is the one it was before they existed.
 	s.fair = rand.New(rand.NewSource(seed ^ 0x5eed))
-	s.sched.fairSharing = s.fair.Intn(2) == 0
+	if s.fair.Intn(2) == 0 {
+		final, initial := configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare
+		WithFairSharing([][]configv1alpha1.PreemptionStrategy{{final, initial}, {final}, {initial}}[s.fair.Intn(3)]...)(s.sched)
+	}
 	for _, f := range s.flavors {
 		s.cache.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor(f))
 	}

@@ -60,10 +60,29 @@ type Configuration struct {
 // FairSharing turns fair sharing on.
 type FairSharing struct {
 	// Enable orders the borrowing workloads of a cohort by the share their
-	// queue would have once they are admitted, lowest first, and reports
-	// each ClusterQueue's share in its status. Default false.
+	// queue would have once they are admitted, lowest first, lets a queue
+	// whose reclaimWithinCohort allows it preempt to borrow where the
+	// shares allow (see PreemptionStrategies), and reports each
+	// ClusterQueue's share in its status. Default false.
 	Enable bool `json:"enable,omitempty"`
+
+	// PreemptionStrategies are the rules, tried in order, by which a
+	// workload that would borrow may preempt a workload of another queue
+	// that borrows: LessThanOrEqualToFinalShare (its queue's share with it
+	// at most the other queue's without the victim) and
+	// LessThanInitialShare (its queue's share with it below the other
+	// queue's now). Default both, in that order.
+	PreemptionStrategies []PreemptionStrategy `json:"preemptionStrategies,omitempty"`
 }
+
+// PreemptionStrategy is a rule of fair-sharing preemption.
+type PreemptionStrategy string
+
+// The preemption strategies of fair sharing.
+const (
+	LessThanOrEqualToFinalShare PreemptionStrategy = "LessThanOrEqualToFinalShare"
+	LessThanInitialShare        PreemptionStrategy = "LessThanInitialShare"
+)
 
 // ClientConnection tunes the client's rate limit towards the API server.
 type ClientConnection struct {

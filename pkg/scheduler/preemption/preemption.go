@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/scheduler/flavorassigner"
@@ -53,7 +54,7 @@ func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a
 			return nil, true
 		}
 		if borrowing && s.FairSharing {
-			if t := fairSearch(cq, a.Usage, cands); t != nil {
+			if t := fairSearch(cq, a.Usage, cands, s.FairStrategies); t != nil {
 				return t, false
 			}
 			continue
@@ -223,7 +224,7 @@ func search(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrow
 
 // fairSearch finds victims for a preemptor that would borrow, under fair
 // sharing: in other queues' surplus only, as search, and only where the
-// shares allow, by the first strategy that finds enough:
+// shares allow, by the first of the strategies that finds enough:
 //
 //   - the preemptor's queue, with it admitted, would have a share at most
 //     the victim's queue's once the victim is gone
@@ -236,16 +237,16 @@ func search(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrow
 // place back: its queue's share with it would be above the preemptor's
 // without what it took. A queue of weight 0 has an endless share when it
 // borrows, so it never preempts to borrow.
-func fairSearch(cq *cache.ClusterQueue, u resources.Usage, cands []candidate) []Target {
+func fairSearch(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, strategies []configv1alpha1.PreemptionStrategy) []Target {
 	preemptor := cq.SharesWith(u)
 	if len(preemptor) == 0 || math.IsInf(preemptor[len(preemptor)-1].Share, 1) {
 		return nil
 	}
-	strategies := []func(preemptor, before, after cache.PathShare) bool{
-		func(p, _, after cache.PathShare) bool { return p.Share <= after.Share },
-		func(p, before, _ cache.PathShare) bool { return p.Share < before.Share },
-	}
-	for _, strategy := range strategies {
+	for _, name := range strategies {
+		strategy := func(p, _, after cache.PathShare) bool { return p.Share <= after.Share }
+		if name == configv1alpha1.LessThanInitialShare {
+			strategy = func(p, before, _ cache.PathShare) bool { return p.Share < before.Share }
+		}
 		allows := func(c candidate) bool {
 			before := c.cq.SharesWith(nil)
 			after := c.cq.SharesWith(negated(c.info.Usage))
