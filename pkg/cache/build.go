@@ -49,7 +49,7 @@ func buildTree(in treeInputs) *tree {
 	cohortOf := func(name berthv1alpha1.CohortReference) *Cohort {
 		c, ok := t.cohorts[name]
 		if !ok {
-			c = &Cohort{Name: name, node: node{weight: defaultWeight}}
+			c = &Cohort{Name: name, node: node{weight: defaultWeight, name: "cohort " + string(name)}}
 			t.cohorts[name] = c
 		}
 		return c

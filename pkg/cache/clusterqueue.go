@@ -243,6 +243,7 @@ func newClusterQueue(obj *berthv1alpha1.ClusterQueue, flavors map[berthv1alpha1.
 	}
 	cq.setQuotas(spec.ResourceGroups)
 	cq.weight = weightOf(spec.FairSharing)
+	cq.name = "ClusterQueue " + obj.Name
 	return cq
 }
 

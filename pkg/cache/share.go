@@ -2,6 +2,7 @@ package cache
 
 import (
 	"math"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -25,6 +26,7 @@ func weightOf(fs *berthv1alpha1.FairSharing) int64 {
 // its cohort tree.
 type PathShare struct {
 	node *node
+	name string
 	// Share is the node's weighted share, per mille (see
 	// berthv1alpha1.FairSharingStatus), unrounded: two shares are equal
 	// only when they are, so that no rounding lets two queues take turns
@@ -92,7 +94,7 @@ func (cq *ClusterQueue) SharesWith(u resources.Usage) []PathShare {
 	}
 	var out []PathShare
 	for cur := &cq.node; cur.parent != nil; cur = &cur.parent.node {
-		out = append(out, PathShare{node: cur, Share: cur.shareWith(delta)})
+		out = append(out, PathShare{node: cur, name: cur.name, Share: cur.shareWith(delta)})
 		// What cur draws from its parent changes by the change of its
 		// demand above what it guarantees itself.
 		next := make(map[resources.FlavorResource]int64, len(delta))
@@ -109,6 +111,9 @@ func (cq *ClusterQueue) SharesWith(u resources.Usage) []PathShare {
 	}
 	return out
 }
+
+// Name names the node: "ClusterQueue a" or "cohort b".
+func (p PathShare) Name() string { return p.name }
 
 // Parting is the index at which two paths of shares (see SharesWith) part
 // under a common cohort: where their nodes are siblings. ok is false when
@@ -140,4 +145,14 @@ func plus(a, d int64) int64 {
 		return resources.Add(a, d)
 	}
 	return a + d
+}
+
+// FormatShare is a weighted share as messages say it: per mille, rounded
+// up as in status, and "endless (weight 0)" for the share of a queue of
+// weight 0 that borrows.
+func FormatShare(share float64) string {
+	if math.IsInf(share, 1) {
+		return "endless (weight 0)"
+	}
+	return strconv.FormatInt(int64(math.Ceil(share)), 10)
 }

@@ -36,6 +36,8 @@ type node struct {
 	generation int64
 	// weight is the node's fair-sharing weight, in thousandths.
 	weight int64
+	// name is how messages name the node: "ClusterQueue a", "cohort b".
+	name string
 }
 
 func (n *node) root() *node {
@@ -194,5 +196,6 @@ func (n *node) clone(parent *Cohort) node {
 		quotas:     append([]frQuota(nil), n.quotas...),
 		generation: n.generation,
 		weight:     n.weight,
+		name:       n.name,
 	}
 }

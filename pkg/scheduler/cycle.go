@@ -234,8 +234,19 @@ func (c *cycle) decide(ctx context.Context, e *entry) {
 	case flavorassigner.Preempt:
 		c.preempt(ctx, e)
 	default:
-		c.pending(ctx, e, berthv1alpha1.ReasonPending, "The workload does not fit: "+a.Message(), queue.RequeueInadmissible)
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, "The workload does not fit: "+a.Message()+fairNote(e), queue.RequeueInadmissible)
 	}
+}
+
+// fairNote says, for a head that would have borrowed under fair sharing,
+// what its queue's share would have been: borrowers of lower shares went
+// first.
+func fairNote(e *entry) string {
+	if len(e.shares) == 0 {
+		return ""
+	}
+	own := e.shares[len(e.shares)-1]
+	return fmt.Sprintf("; with it, %s would borrow at a weighted share of %s, and fair sharing lends first to lower shares", own.Name(), cache.FormatShare(own.Share))
 }
 
 // admit assumes the head's admission in the cache and the snapshot at

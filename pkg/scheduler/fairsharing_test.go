@@ -53,6 +53,12 @@ func TestFairSharingAdmitsTheLowerShareFirst(t *testing.T) {
 			if diff := cmp.Diff([]string{tc.want}, got); diff != "" {
 				t.Errorf("admitted (-want +got):\n%s", diff)
 			}
+			if tc.fairSharing && tc.want == "ns/wb" {
+				want := "with it, ClusterQueue a would borrow at a weighted share of "
+				if msg := e.applier.pending["ns/wa"]; !strings.Contains(msg, want) {
+					t.Errorf("a's workload says %q, want it to say %q", msg, want)
+				}
+			}
 		})
 	}
 }
@@ -69,10 +75,12 @@ func TestFairSharingPreemption(t *testing.T) {
 		aWorkloads    []string
 		wantPreempted int
 		wantPending   string
+		wantWhy       string
 	}{
 		"b takes one of a's two workloads": {
 			fairSharing: true, aWorkloads: []string{"2", "2"}, wantPreempted: 1,
 			wantPending: "Preempting 1 workloads to make room",
+			wantWhy:     "to share fairly: ClusterQueue b's share with the preemptor, 500, is at most ClusterQueue a's without this workload, 500 (LessThanOrEqualToFinalShare)",
 		},
 		"without fair sharing, reclaimWithinCohort does not preempt to borrow": {
 			aWorkloads: []string{"2", "2"}, wantPending: "The workload does not fit",
@@ -84,6 +92,7 @@ func TestFairSharingPreemption(t *testing.T) {
 			// S2-a fails (500 > 0), S2-b holds (500 < 1000): b takes it.
 			fairSharing: true, aWorkloads: []string{"4"}, wantPreempted: 1,
 			wantPending: "Preempting 1 workloads to make room",
+			wantWhy:     "to share fairly: ClusterQueue b's share with the preemptor, 500, is below ClusterQueue a's, 1000 (LessThanInitialShare)",
 		},
 	}
 	for name, tc := range cases {
@@ -109,9 +118,12 @@ func TestFairSharingPreemption(t *testing.T) {
 			if len(e.applier.preempted) != tc.wantPreempted {
 				t.Errorf("preempted %v, want %d", e.applier.preempted, tc.wantPreempted)
 			}
-			for _, reason := range e.applier.preempted {
+			for key, reason := range e.applier.preempted {
 				if reason != berthv1alpha1.ReasonInCohortReclaimWhileBorrowing {
 					t.Errorf("preempted for %s", reason)
+				}
+				if msg := e.applier.preemptMsg[key]; !strings.Contains(msg, tc.wantWhy) {
+					t.Errorf("the victim's message %q, want it to say %q", msg, tc.wantWhy)
 				}
 			}
 			if got := e.applier.pending["ns/wb"]; !strings.Contains(got, tc.wantPending) {

@@ -22,7 +22,9 @@ import (
 type fakeApplier struct {
 	admitted  map[string]*berthv1alpha1.Admission
 	preempted map[string]string
-	pending   map[string]string
+	// preemptMsg is the message of each preemption.
+	preemptMsg map[string]string
+	pending    map[string]string
 	// failAdmit and failPreempt make Admit and Preempt of the keyed
 	// workload return the error.
 	failAdmit   map[string]error
@@ -49,11 +51,15 @@ func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *
 	return wl, nil
 }
 
-func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, _ string) error {
+func (f *fakeApplier) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) error {
 	if err := f.failPreempt[workload.Key(wl)]; err != nil {
 		return err
 	}
 	f.preempted[workload.Key(wl)] = reason
+	if f.preemptMsg == nil {
+		f.preemptMsg = map[string]string{}
+	}
+	f.preemptMsg[workload.Key(wl)] = msg
 	return nil
 }
 

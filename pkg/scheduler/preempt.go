@@ -88,6 +88,9 @@ func (c *cycle) writePreemptions(ctx context.Context, e *entry, targets []preemp
 			continue
 		}
 		msg := fmt.Sprintf("Preempted to accommodate workload %s (priority %d) in ClusterQueue %s", info.Key, info.Priority, e.head.ClusterQueue)
+		if t.Why != "" {
+			msg += " " + t.Why
+		}
 		if c.slots == nil {
 			errs[i] = c.applier.Preempt(ctx, t.Info.Obj, t.Reason, msg)
 			continue

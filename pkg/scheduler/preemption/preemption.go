@@ -1,6 +1,7 @@
 package preemption
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -17,6 +18,8 @@ import (
 type Target struct {
 	Info   *workload.Info
 	Reason string
+	// Why, for a fair-sharing preemption, says how the shares allowed it.
+	Why string
 }
 
 // candidate is a possible victim with the reason it would carry.
@@ -24,6 +27,7 @@ type candidate struct {
 	info   *workload.Info
 	cq     *cache.ClusterQueue
 	reason string
+	why    string
 }
 
 // FindTargets returns a minimal set of workloads whose removal lets wl's
@@ -243,15 +247,21 @@ func fairSearch(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, st
 		return nil
 	}
 	for _, name := range strategies {
-		strategy := func(p, _, after cache.PathShare) bool { return p.Share <= after.Share }
-		if name == configv1alpha1.LessThanInitialShare {
-			strategy = func(p, before, _ cache.PathShare) bool { return p.Share < before.Share }
-		}
-		allows := func(c candidate) bool {
+		allows := func(c candidate) (string, bool) {
 			before := c.cq.SharesWith(nil)
 			after := c.cq.SharesWith(negated(c.info.Usage))
 			i, ok := cache.Parting(preemptor, before)
-			return ok && strategy(preemptor[i], before[i], after[i])
+			if !ok {
+				return "", false
+			}
+			p, them := preemptor[i], before[i]
+			if name == configv1alpha1.LessThanInitialShare {
+				return fmt.Sprintf("to share fairly: %s's share with the preemptor, %s, is below %s's, %s (%s)",
+					p.Name(), cache.FormatShare(p.Share), them.Name(), cache.FormatShare(them.Share), name), p.Share < them.Share
+			}
+			them = after[i]
+			return fmt.Sprintf("to share fairly: %s's share with the preemptor, %s, is at most %s's without this workload, %s (%s)",
+				p.Name(), cache.FormatShare(p.Share), them.Name(), cache.FormatShare(them.Share), name), p.Share <= them.Share
 		}
 		if t := searchOnce(cq, u, cands, true, true, allows); t != nil {
 			return t
@@ -271,8 +281,8 @@ func negated(u resources.Usage) resources.Usage {
 // searchOnce removes candidates greedily until u fits, then puts back, in
 // reverse order, each one that is not needed. It restores the snapshot.
 // allows, when set, must allow a candidate of another queue that is not
-// being evicted, as the snapshot is when its turn comes.
-func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing, surplusOnly bool, allows func(candidate) bool) []Target {
+// being evicted, as the snapshot is when its turn comes, and says why.
+func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, borrowing, surplusOnly bool, allows func(candidate) (why string, ok bool)) []Target {
 	fits := func() bool {
 		return cq.Fits(u) && (borrowing || !borrows(cq, u))
 	}
@@ -292,8 +302,12 @@ func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, bo
 		if surplusOnly && c.cq != cq && !c.info.Evicting && !surplus(c.cq, c.info.Usage) {
 			continue
 		}
-		if allows != nil && c.cq != cq && !c.info.Evicting && !allows(c) {
-			continue
+		if allows != nil && c.cq != cq && !c.info.Evicting {
+			why, ok := allows(c)
+			if !ok {
+				continue
+			}
+			c.why = why
 		}
 		c.cq.RemoveUsage(c.info.Usage)
 		chosen = append(chosen, c)
@@ -315,7 +329,7 @@ func searchOnce(cq *cache.ClusterQueue, u resources.Usage, cands []candidate, bo
 	}
 	targets := make([]Target, len(chosen))
 	for i, c := range chosen {
-		targets[i] = Target{Info: c.info, Reason: c.reason}
+		targets[i] = Target{Info: c.info, Reason: c.reason, Why: c.why}
 	}
 	return targets
 }
