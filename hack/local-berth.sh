@@ -2,6 +2,9 @@
 # (Re)starts the Berth controller of the local cluster as a local process,
 # built from this tree, and waits until its webhooks answer.
 #
+# BERTH_CONFIG=FILE starts it with that configuration instead of
+# config/local/berth.yaml (a test that needs another one).
+#
 # BERTH_REPLICA=N starts another replica beside it instead, with its own
 # ports (webhook 9450+N, metrics 18080+2N, probes 18081+2N), log and pid
 # under _output/local/berth-N: the high-availability tests run two, behind
@@ -11,7 +14,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPLICA=${BERTH_REPLICA:-}
 OUT=$ROOT/_output/local/berth${REPLICA:+-$REPLICA}
-CONFIG=$ROOT/config/local/berth.yaml
+CONFIG=${BERTH_CONFIG:-$ROOT/config/local/berth.yaml}
 export KUBECONFIG=$ROOT/_output/local/kubeconfig
 KUBECTL=("$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG")
 mkdir -p "$OUT"

@@ -102,3 +102,24 @@ func startController(t *testing.T) {
 		t.Fatalf("starting the controller: %v\n%s", err, out)
 	}
 }
+
+// restartControllerWith restarts the controller with config/local/berth.yaml
+// and extra appended, and with its own configuration again when the test
+// ends.
+func restartControllerWith(t *testing.T, extra string) {
+	t.Helper()
+	base, err := os.ReadFile(filepath.Join(root, "config", "local", "berth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "berth.yaml")
+	if err := os.WriteFile(path, append(base, extra...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "local-berth.sh"))
+	cmd.Env = append(os.Environ(), "BERTH_CONFIG="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("starting the controller with %q: %v\n%s", extra, err, out)
+	}
+	t.Cleanup(func() { startController(t) })
+}
