@@ -39,7 +39,7 @@ spec:
 		spec := fmt.Sprintf("  cohortName: %s\n  fairSharing: {weight: %s}\n  preemption: {reclaimWithinCohort: Any}\n", cohort, weights[q])
 		e.localQueue(q, e.queue(q, spec, gpuQuota{flavor: h100, gpus: "0"}))
 		for i := range 80 {
-			jobs.WriteString(shortJob(e.ns, fmt.Sprintf("%s-%d", q, i), q, "10s"))
+			jobs.WriteString(jobManifest(e.ns, fmt.Sprintf("%s-%d", q, i), q, "", 1, 1, "10s") + "---\n")
 		}
 	}
 	if _, err := kubectl(t.Context(), jobs.String(), "create", "-f", "-"); err != nil {
@@ -82,24 +82,4 @@ spec:
 		}
 	}
 	t.Logf("%d samples of %.0f GPUs held on average; %d preemptions", samples, total/float64(samples), n)
-}
-
-// shortJob is a one-pod, one-GPU Job in queue that runs for duration.
-func shortJob(ns, name, queue, duration string) string {
-	return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: %s, namespace: %s, labels: {berth.dev/queue-name: %s}}
-spec:
-  template:
-    metadata: {annotations: {pod-complete.stage.kwok.x-k8s.io/delay: %q}}
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: registry.example/e2e:latest
-        resources:
-          requests: {cpu: "1", nvidia.com/gpu: "1"}
-          limits: {nvidia.com/gpu: "1"}
----
-`, name, ns, queue, duration)
 }

@@ -68,6 +68,11 @@ func (e *env) priorityClass(base string, value int) string {
 // job submits a Job of pods pods with gpus GPUs each to queue, running
 // for duration once admitted ("" runs until deleted).
 func (e *env) job(name, queue, priorityClass string, pods, gpus int, duration string) {
+	apply(e.t, jobManifest(e.ns, name, queue, priorityClass, pods, gpus, duration))
+}
+
+// jobManifest is the YAML of the Job that job submits.
+func jobManifest(ns, name, queue, priorityClass string, pods, gpus int, duration string) string {
 	labels := "berth.dev/queue-name: " + queue
 	if priorityClass != "" {
 		labels += ", berth.dev/priority-class: " + priorityClass
@@ -76,7 +81,7 @@ func (e *env) job(name, queue, priorityClass string, pods, gpus int, duration st
 	if duration != "" {
 		annotations = fmt.Sprintf("{pod-complete.stage.kwok.x-k8s.io/delay: %q}", duration)
 	}
-	apply(e.t, fmt.Sprintf(`apiVersion: batch/v1
+	return fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
 metadata: {name: %s, namespace: %s, labels: {%s}}
 spec:
@@ -92,7 +97,7 @@ spec:
         resources:
           requests: {cpu: "1", nvidia.com/gpu: "%d"}
           limits: {nvidia.com/gpu: "%d"}
-`, name, e.ns, labels, pods, pods, annotations, gpus, gpus))
+`, name, ns, labels, pods, pods, annotations, gpus, gpus)
 }
 
 // workload is the name of a job's Workload, "" until it exists.
