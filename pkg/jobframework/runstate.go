@@ -52,8 +52,15 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 	whole, runs := true, !job.IsSuspended()
 	cj, composed := job.(ComposedJob)
 	if composed {
-		whole, _, _ = cj.Complete()
+		var why string
+		var invalid bool
+		whole, why, invalid = cj.Complete()
 		runs = cj.Runs()
+		if invalid {
+			// Pods added to an admitted group, say: they stay held, and
+			// say why.
+			r.eventf(job, wl, corev1.EventTypeWarning, EventInvalidJob, "Run", "Berth cannot run the group as it is: %s", why)
+		}
 	}
 	switch {
 	case runs && (!admitted || evicted):

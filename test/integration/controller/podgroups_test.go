@@ -315,3 +315,24 @@ func TestPodGroupIsPreemptedWhole(t *testing.T) {
 	podWorkload(t, urgent, "the urgent pod admitted", admitted)
 	podState(t, urgent, "the urgent pod let through", ungated)
 }
+
+// TestPodJoiningAnAdmittedGroupStaysHeld: a user adds a pod with the label
+// of a group that was admitted for one pod, to run a second on its quota.
+// The extra pod stays gated, the group's pod that runs keeps running, and
+// the ClusterQueue's usage stays what was admitted.
+func TestPodJoiningAnAdmittedGroupStaysHeld(t *testing.T) {
+	ns, cqName := queueSetup(t, "4", nil)
+	first := utiltesting.MakePod("a", ns).Queue("main").Group("one", "1").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, first)
+	groupWorkload(t, ns, "one", "the group admitted", admitted)
+	podState(t, first, "the group's pod let through", ungated)
+
+	extra := utiltesting.MakePod("b", ns).Queue("main").Group("one", "1").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, extra)
+	waitForEvent(t, ns, extra.Name, "InvalidJob", "it has 2 pods, its size is 1")
+	podState(t, extra, "the extra pod held", stillGated)
+	podState(t, first, "the admitted pod still let through", ungated)
+	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
+		return usageIs(cq, "1", "0")
+	})
+}
