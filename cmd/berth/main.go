@@ -34,6 +34,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	"github.com/berth-dev/berth/pkg/manager"
+	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
@@ -176,6 +177,12 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations manager.Dev
 	}
 	if opts.FairSharing {
 		opts.FairStrategies = cfg.FairSharing.PreemptionStrategies
+	}
+	if afs := cfg.AdmissionFairSharing; afs != nil {
+		// Defaulted before: both durations are set.
+		opts.AdmissionFairSharing = &queue.AdmissionFairSharing{
+			HalfLife: afs.UsageHalfLifeTime.Duration, Interval: afs.UsageSamplingInterval.Duration, ResourceWeights: afs.ResourceWeights,
+		}
 	}
 	if po := cfg.Integrations.PodOptions; po != nil && po.NamespaceSelector != nil {
 		// Validated before: it parses.

@@ -136,6 +136,27 @@ func (c *Cache) DeleteWorkload(key string) berthv1alpha1.ClusterQueueReference {
 	return info.ClusterQueue
 }
 
+// LocalQueueUsage is the quota held by the workloads of each LocalQueue,
+// by its key, per resource over all flavors: the samples of admission fair
+// sharing.
+func (c *Cache) LocalQueueUsage() map[string]resources.Requests {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]resources.Requests{}
+	for _, info := range c.byKey {
+		key := workload.LocalQueueKey(info.Obj)
+		r := out[key]
+		if r == nil {
+			r = resources.Requests{}
+			out[key] = r
+		}
+		for fr, v := range info.Usage {
+			r[fr.Resource] = resources.Add(r[fr.Resource], v)
+		}
+	}
+	return out
+}
+
 // HoldsQuota reports whether the workload with key holds quota now,
 // confirmed or assumed.
 func (c *Cache) HoldsQuota(key string) bool {

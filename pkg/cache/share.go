@@ -36,7 +36,8 @@ type PathShare struct {
 
 // WeightedShare is n's share of what its parent lends, per mille, divided
 // by its weight: the largest, over resources, of its use above its own
-// quota to what its parent holds of the resource. 0 for a node that
+// quota to what its parent could hold of the resource (its subtree's
+// quota, and what it may borrow from above). 0 for a node that
 // borrows nothing or has no parent; the largest int64 for one that
 // borrows with weight 0.
 func (n *node) WeightedShare() int64 {
@@ -66,9 +67,12 @@ func (n *node) shareWith(delta map[resources.FlavorResource]int64) float64 {
 	if n.weight == 0 {
 		return math.Inf(1)
 	}
+	// What the parent could hold: its subtree's quota and, in a nested
+	// cohort, what it may borrow from above. A cohort without quota of its
+	// own still shares out what it borrows.
 	lendable := map[corev1.ResourceName]int64{}
-	for fr, i := range n.parent.index {
-		lendable[fr.Resource] = resources.Add(lendable[fr.Resource], n.parent.quotas[i].subtree)
+	for fr := range n.parent.index {
+		lendable[fr.Resource] = resources.Add(lendable[fr.Resource], n.parent.capacity(fr))
 	}
 	// Floating point: the ratio of two 64-bit amounts times a million
 	// does not fit in 64 bits, and the share is an order, not an amount.

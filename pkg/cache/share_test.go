@@ -45,16 +45,17 @@ func TestWeightedShare(t *testing.T) {
 			use:    map[string]string{"a": "4"},
 			want:   map[berthv1alpha1.ClusterQueueReference]int64{"a": 0},
 		},
-		"hierarchical: a cohort's own quota is lent too": {
-			// root holds 4 of its own; team (a 4, b 4) lends 8; d lends 4:
-			// root has 16 to lend. a uses 10 of team's 8: borrows 6 of 8.
+		"hierarchical: what a cohort may borrow from above counts": {
+			// root holds 4 of its own and d lends 4; team (a 4, b 4) could
+			// hold its 8 and those 8: 16. a uses 10, 6 above its quota: 6
+			// of 16.
 			queues: []*berthv1alpha1.ClusterQueue{withCohort(gpu("a", "4"), "team"), withCohort(gpu("b", "4"), "team"), withCohort(gpu("d", "4"), "root")},
 			cohorts: []*berthv1alpha1.Cohort{
 				utiltesting.MakeCohort("team").Parent("root").Obj(),
 				utiltesting.MakeCohort("root").ResourceGroup(utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", "4").Obj()).Obj(),
 			},
 			use:  map[string]string{"a": "10"},
-			want: map[berthv1alpha1.ClusterQueueReference]int64{"a": 750, "b": 0, "d": 0},
+			want: map[berthv1alpha1.ClusterQueueReference]int64{"a": 375, "b": 0, "d": 0},
 		},
 	}
 	for name, tc := range cases {

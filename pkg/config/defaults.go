@@ -55,6 +55,10 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	if fs := cfg.FairSharing; fs != nil && fs.PreemptionStrategies == nil {
 		fs.PreemptionStrategies = []configv1alpha1.PreemptionStrategy{configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare}
 	}
+	if afs := cfg.AdmissionFairSharing; afs != nil {
+		setDuration(&afs.UsageHalfLifeTime, configv1alpha1.DefaultUsageHalfLifeTime)
+		setDuration(&afs.UsageSamplingInterval, configv1alpha1.DefaultUsageSamplingInterval)
+	}
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
 	rs := &cfg.WaitForPodsReady.RequeuingStrategy
 	if rs.BackoffBaseSeconds == nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -45,6 +46,25 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
 	if fs := cfg.FairSharing; fs != nil {
 		errs = append(errs, validatePreemptionStrategies(fs.PreemptionStrategies, field.NewPath("fairSharing", "preemptionStrategies"))...)
+	}
+	if afs := cfg.AdmissionFairSharing; afs != nil {
+		errs = append(errs, validateAdmissionFairSharing(afs, field.NewPath("admissionFairSharing"))...)
+	}
+	return errs
+}
+
+func validateAdmissionFairSharing(afs *configv1alpha1.AdmissionFairSharing, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if d := afs.UsageHalfLifeTime; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("usageHalfLifeTime"), d.Duration.String(), "must not be negative"))
+	}
+	if d := afs.UsageSamplingInterval; d != nil && d.Duration < time.Second {
+		errs = append(errs, field.Invalid(path.Child("usageSamplingInterval"), d.Duration.String(), "must be at least 1s"))
+	}
+	for name, w := range afs.ResourceWeights {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			errs = append(errs, field.Invalid(path.Child("resourceWeights").Key(string(name)), w, "must be a finite number, 0 or more"))
+		}
 	}
 	return errs
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -150,6 +151,24 @@ func TestValidate(t *testing.T) {
 				}}
 			},
 			wantFields: []string{"FieldValueNotSupported fairSharing.preemptionStrategies[1]", "FieldValueDuplicate fairSharing.preemptionStrategies[2]"},
+		},
+		"admission fair sharing out of range": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.AdmissionFairSharing = &configv1alpha1.AdmissionFairSharing{
+					UsageHalfLifeTime:     &metav1.Duration{Duration: -time.Hour},
+					UsageSamplingInterval: &metav1.Duration{Duration: time.Millisecond},
+					ResourceWeights:       map[corev1.ResourceName]float64{"cpu": -1, "nvidia.com/gpu": 2},
+				}
+			},
+			wantFields: []string{
+				"FieldValueInvalid admissionFairSharing.usageHalfLifeTime", "FieldValueInvalid admissionFairSharing.usageSamplingInterval",
+				"FieldValueInvalid admissionFairSharing.resourceWeights[cpu]",
+			},
+		},
+		"admission fair sharing with a half-life of 0": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.AdmissionFairSharing = &configv1alpha1.AdmissionFairSharing{UsageHalfLifeTime: &metav1.Duration{}}
+			},
 		},
 		"a pod namespace selector of teams": {
 			change: func(cfg *configv1alpha1.Configuration) {

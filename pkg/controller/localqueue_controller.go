@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -25,8 +26,10 @@ type LocalQueueReconciler struct {
 	client client.Client
 	// workloads calls f with each Workload of a LocalQueue, read-only.
 	workloads workloadsOfQueue
-	notifier  *StatusNotifier
-	pacer     *statusPacer
+	// queues keep the LocalQueues' usage for admission fair sharing.
+	queues   *queue.Manager
+	notifier *StatusNotifier
+	pacer    *statusPacer
 
 	mu sync.Mutex
 	// seen is the generation of each LocalQueue last handled, so that only
@@ -69,8 +72,10 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	if gen == 0 {
+		r.queues.DeleteLocalQueue(req.String())
 		return ctrl.Result{}, nil
 	}
+	r.queues.AddOrUpdateLocalQueue(lq)
 	r.notifier.ClusterQueueChanged(lq.Spec.ClusterQueue)
 	active, err := r.active(ctx, lq)
 	if err != nil {
@@ -117,6 +122,7 @@ func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active me
 	}
 	lq.Status.PendingWorkloads, lq.Status.ReservingWorkloads, lq.Status.AdmittedWorkloads = pending, reserving, reserving
 	lq.Status.FlavorsUsage = localQueueUsage(admissions)
+	lq.Status.FairSharing = r.queues.LocalQueueFairSharing(lq.Namespace + "/" + lq.Name)
 	setActiveCondition(&lq.Status.Conditions, lq.Generation, active)
 	return nil
 }

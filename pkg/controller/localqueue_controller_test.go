@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/queue"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -45,7 +46,7 @@ func TestLocalQueueCountsWaitForTheirTurn(t *testing.T) {
 		}
 		return nil
 	}
-	r := &LocalQueueReconciler{client: c, workloads: workloadsOf, notifier: NewStatusNotifier(), pacer: newStatusPacer(newStatusBudget()), seen: map[types.NamespacedName]int64{}}
+	r := &LocalQueueReconciler{client: c, workloads: workloadsOf, queues: queue.NewManager(), notifier: NewStatusNotifier(), pacer: newStatusPacer(newStatusBudget()), seen: map[types.NamespacedName]int64{}}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(lq)}
 	reconcile := func() ctrl.Result {
 		t.Helper()

@@ -31,6 +31,9 @@ type Options struct {
 	// FairSharing reports each ClusterQueue's weighted share in its
 	// status.
 	FairSharing bool
+	// UsageSamplingInterval, when positive, is how often the LocalQueues'
+	// usage is sampled for admission fair sharing.
+	UsageSamplingInterval time.Duration
 }
 
 // Engine is what the reconcilers share with the scheduler: its cache of
@@ -70,7 +73,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 			pacer: newStatusPacer(budget), synced: map[string]int64{}, fairSharing: opts.FairSharing,
 		},
 		&LocalQueueReconciler{
-			client: cl, workloads: queueWorkloads.Each, notifier: n,
+			client: cl, workloads: queueWorkloads.Each, queues: e.Queues, notifier: n,
 			pacer: newStatusPacer(budget), seen: map[types.NamespacedName]int64{},
 		},
 		&ResourceFlavorReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
@@ -82,6 +85,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}
+	}
+	if opts.UsageSamplingInterval > 0 {
+		return mgr.Add(&usageSampler{cache: e.Cache, queues: e.Queues, notifier: n, interval: opts.UsageSamplingInterval})
 	}
 	return nil
 }

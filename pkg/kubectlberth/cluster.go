@@ -130,7 +130,7 @@ func (cl *cluster) placementOf(wl *berthv1alpha1.Workload) placement {
 	if at, waiting := workload.WaitingForBackoff(wl, cl.now); waiting {
 		return placement{notQueued: "Waiting until " + at.UTC().Format(time.RFC3339) + " before it is queued again (backoff)"}
 	}
-	lq := cl.localQueues[wl.Namespace+"/"+string(wl.Spec.QueueName)]
+	lq := cl.localQueues[workload.LocalQueueKey(wl)]
 	if lq == nil {
 		return placement{notQueued: fmt.Sprintf("LocalQueue %s does not exist in namespace %s", wl.Spec.QueueName, wl.Namespace)}
 	}
@@ -181,10 +181,10 @@ func (cl *cluster) order() map[string]position {
 	}
 	out := map[string]position{}
 	for cq, infos := range byCQ {
-		queue.Sort(infos)
+		cl.sort(cq, infos)
 		inLQ := map[string]int{}
 		for i, info := range infos {
-			lq := info.Obj.Namespace + "/" + string(info.Obj.Spec.QueueName)
+			lq := workload.LocalQueueKey(info.Obj)
 			inLQ[lq]++
 			p := position{wl: info.Obj, clusterQueue: cq, inLocalQueue: inLQ[lq]}
 			if cl.allNamespaces {
@@ -194,6 +194,23 @@ func (cl *cluster) order() map[string]position {
 		}
 	}
 	return out
+}
+
+// sort orders the pending workloads of ClusterQueue cq as the controller
+// does: with admission fair sharing, by the weighted share of recent usage
+// that their LocalQueue's status shows first.
+func (cl *cluster) sort(cq string, infos []*workload.Info) {
+	obj := cl.clusterQueues[cq]
+	if obj == nil || obj.Spec.AdmissionScope == nil || obj.Spec.AdmissionScope.AdmissionMode != berthv1alpha1.UsageBasedAdmissionFairSharing {
+		queue.Sort(infos)
+		return
+	}
+	queue.SortByShare(infos, func(key string) float64 {
+		if lq := cl.localQueues[key]; lq != nil && lq.Status.FairSharing != nil {
+			return float64(lq.Status.FairSharing.WeightedShare)
+		}
+		return 0
+	})
 }
 
 // waitingMessage is why a pending workload waits: its own condition, or

@@ -119,7 +119,7 @@ spec:
 	}
 	// With fair sharing on, the table shows each queue's weight, from its
 	// spec, and its share, as its status reports it.
-	fair := func(objs []client.Object) {
+	fair := func(objs []client.Object) []client.Object {
 		for _, o := range objs {
 			if cq, ok := o.(*berthv1alpha1.ClusterQueue); ok {
 				share := int64(0)
@@ -130,22 +130,44 @@ spec:
 				cq.Status.FairSharing = &berthv1alpha1.FairSharingStatus{WeightedShare: share}
 			}
 		}
+		return objs
+	}
+	// With admission fair sharing in team-a, a workload of a second
+	// LocalQueue, of lower usage than a/main's, goes first whatever its
+	// priority and age.
+	admissionFair := func(objs []client.Object) []client.Object {
+		for _, o := range objs {
+			switch o := o.(type) {
+			case *berthv1alpha1.ClusterQueue:
+				if o.Name == "team-a" {
+					o.Spec.AdmissionScope = &berthv1alpha1.AdmissionScope{AdmissionMode: berthv1alpha1.UsageBasedAdmissionFairSharing}
+				}
+			case *berthv1alpha1.LocalQueue:
+				o.Status.FairSharing = &berthv1alpha1.FairSharingStatus{WeightedShare: 750}
+			}
+		}
+		light := utiltesting.MakeLocalQueue("light", "b", "team-a")
+		light.Status.FairSharing = &berthv1alpha1.FairSharingStatus{WeightedShare: 125}
+		late := utiltesting.MakeWorkload("late", "b").Queue("light").Priority(-5).Created(10*time.Minute).Request(1, "nvidia.com/gpu", "4").
+			Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
+		return append(objs, light, late)
 	}
 	cases := map[string]struct {
 		args    []string
-		mutate  func([]client.Object)
+		mutate  func([]client.Object) []client.Object
 		wantErr string
 	}{
-		"usage-fair-sharing":          {args: []string{"usage"}, mutate: fair},
-		"positions-clusterqueue":      {args: []string{"positions", "clusterqueue", "team-a"}},
-		"positions-clusterqueue-json": {args: []string{"positions", "clusterqueue", "team-a", "-o", "json"}},
-		"positions-localqueue-yaml":   {args: []string{"positions", "localqueue", "main", "-n", "a", "-o", "yaml"}},
-		"why-job":                     {args: []string{"why", "job/train", "-n", "a"}},
-		"why-job-json":                {args: []string{"why", "job/train", "-n", "a", "-o", "json"}},
-		"why-inactive":                {args: []string{"why", "workload/parked", "-n", "a"}},
-		"why-pod-of-a-group":          {args: []string{"why", "pod/serve-0", "-n", "a"}},
-		"usage":                       {args: []string{"usage"}},
-		"usage-json":                  {args: []string{"usage", "org", "-o", "json"}},
+		"usage-fair-sharing":               {args: []string{"usage"}, mutate: fair},
+		"positions-clusterqueue":           {args: []string{"positions", "clusterqueue", "team-a"}},
+		"positions-admission-fair-sharing": {args: []string{"positions", "clusterqueue", "team-a"}, mutate: admissionFair},
+		"positions-clusterqueue-json":      {args: []string{"positions", "clusterqueue", "team-a", "-o", "json"}},
+		"positions-localqueue-yaml":        {args: []string{"positions", "localqueue", "main", "-n", "a", "-o", "yaml"}},
+		"why-job":                          {args: []string{"why", "job/train", "-n", "a"}},
+		"why-job-json":                     {args: []string{"why", "job/train", "-n", "a", "-o", "json"}},
+		"why-inactive":                     {args: []string{"why", "workload/parked", "-n", "a"}},
+		"why-pod-of-a-group":               {args: []string{"why", "pod/serve-0", "-n", "a"}},
+		"usage":                            {args: []string{"usage"}},
+		"usage-json":                       {args: []string{"usage", "org", "-o", "json"}},
 		// urgent, ahead in team-a, borrows 2 of team-b's GPUs in the same
 		// cycle: 6 are left for the new job.
 		"what-if-admitted":  {args: []string{"what-if", "-f", manifest("6")}},
@@ -161,7 +183,7 @@ spec:
 		t.Run(name, func(t *testing.T) {
 			objs := testCluster(t, strings.HasPrefix(name, "why-pod") || strings.HasPrefix(name, "pod-group"))
 			if tc.mutate != nil {
-				tc.mutate(objs)
+				objs = tc.mutate(objs)
 			}
 			out, err := run(t, objs, tc.args...)
 			if tc.wantErr != "" {

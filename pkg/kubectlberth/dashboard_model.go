@@ -209,11 +209,11 @@ func borrowing(cq *berthv1alpha1.ClusterQueue) bool {
 func localQueueViews(cl *cluster, positions map[string]position) []localQueueView {
 	pending, admitted := map[string]int{}, map[string]int{}
 	for _, p := range positions {
-		pending[p.wl.Namespace+"/"+string(p.wl.Spec.QueueName)]++
+		pending[workload.LocalQueueKey(p.wl)]++
 	}
 	for _, wl := range cl.workloads {
 		if admittedIn(wl) != "" {
-			admitted[wl.Namespace+"/"+string(wl.Spec.QueueName)]++
+			admitted[workload.LocalQueueKey(wl)]++
 		}
 	}
 	var out []localQueueView

@@ -41,6 +41,9 @@ type Options struct {
 	// and the shares in the queues' status.
 	FairSharing    bool
 	FairStrategies []configv1alpha1.PreemptionStrategy
+	// AdmissionFairSharing, when set, orders the workloads of the
+	// ClusterQueues that ask for it by their LocalQueue's recent usage.
+	AdmissionFairSharing *queue.AdmissionFairSharing
 }
 
 // AddToScheme adds Berth's kinds and the enabled frameworks' kinds.
@@ -75,6 +78,9 @@ const admissionWriters = 32
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	c := cache.New()
 	q := queue.NewManager()
+	if opts.AdmissionFairSharing != nil {
+		q.SetAdmissionFairSharing(opts.AdmissionFairSharing)
+	}
 	writer, err := opts.Deviations.WorkloadWriter(mgr)
 	if err != nil {
 		return err
@@ -97,6 +103,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	ctrlOpts := opts.Controllers
 	ctrlOpts.Integrated = integrated(enabled)
 	ctrlOpts.FairSharing = opts.FairSharing
+	if opts.AdmissionFairSharing != nil {
+		ctrlOpts.UsageSamplingInterval = opts.AdmissionFairSharing.Interval
+	}
 	if err := controller.Setup(ctx, mgr, engine, ctrlOpts); err != nil {
 		return err
 	}
@@ -123,7 +132,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {
 			return err
 		}
-		if err := prime(ctx, mgr.GetClient(), c); err != nil {
+		if err := prime(ctx, mgr.GetClient(), c, q); err != nil {
 			return err
 		}
 		sched.Start(ctx)
@@ -133,16 +142,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 
 // prime loads the quota held by workloads before the first cycle, so that
 // a controller that starts (or restarts, or takes over as leader) never
-// hands out quota that workloads admitted earlier still hold. It reads the
+// hands out quota that workloads admitted earlier still hold, and the
+// LocalQueues' usage recorded in their status, so that the first cycle
+// orders by it. It reads the
 // cache, which waitForWorkloads has brought up to the API server's state. The
 // reconcilers would load the same, but with no ordering against the
 // scheduler's first cycle.
-func prime(ctx context.Context, c client.Reader, engine *cache.Cache) error {
+func prime(ctx context.Context, c client.Reader, engine *cache.Cache, queues *queue.Manager) error {
 	flavors := &berthv1alpha1.ResourceFlavorList{}
 	cohorts := &berthv1alpha1.CohortList{}
 	cqs := &berthv1alpha1.ClusterQueueList{}
 	wls := &berthv1alpha1.WorkloadList{}
-	for _, list := range []client.ObjectList{flavors, cohorts, cqs, wls} {
+	lqs := &berthv1alpha1.LocalQueueList{}
+	for _, list := range []client.ObjectList{flavors, cohorts, cqs, wls, lqs} {
 		if err := c.List(ctx, list); err != nil {
 			return fmt.Errorf("loading the quota in use: %w", err)
 		}
@@ -158,6 +170,9 @@ func prime(ctx context.Context, c client.Reader, engine *cache.Cache) error {
 	}
 	for i := range wls.Items {
 		engine.AddOrUpdateWorkload(&wls.Items[i])
+	}
+	for i := range lqs.Items {
+		queues.AddOrUpdateLocalQueue(&lqs.Items[i])
 	}
 	ctrl.LoggerFrom(ctx).Info("Loaded the quota in use", "clusterQueues", len(cqs.Items), "workloads", len(wls.Items))
 	return nil

@@ -20,7 +20,14 @@ import (
 // candidates. The bucket is then set aside as a whole, and a cycle costs
 // one evaluation per shape instead of one per pending workload.
 type bucket struct {
+	// shape is the bucket's key: the workloads' shape, after their
+	// LocalQueue's key when the queue orders by LocalQueue usage.
 	shape string
+	// lq is the LocalQueue of the bucket's workloads, when the queue
+	// orders by LocalQueue usage: each LocalQueue has buckets of its own;
+	// share is then that LocalQueue's share, copied here for the heap.
+	lq    string
+	share float64
 	heap  *heap[*workload.Info]
 	// aside is true while the bucket waits for an event that could let its
 	// head fit.
@@ -34,8 +41,8 @@ type bucket struct {
 	untold []string
 }
 
-func newBucket(shape string) *bucket {
-	return &bucket{shape: shape, heap: newHeap(infoKey, Less)}
+func newBucket(shape, lq string) *bucket {
+	return &bucket{shape: shape, lq: lq, heap: newHeap(infoKey, Less)}
 }
 
 func infoKey(info *workload.Info) string { return info.Key }
@@ -45,10 +52,17 @@ func (b *bucket) head() *workload.Info {
 	return info
 }
 
-// newReady is a heap of non-empty buckets ordered by their heads, so that
-// its top holds the queue's next workload.
-func newReady() *heap[*bucket] {
-	return newHeap(func(b *bucket) string { return b.shape }, func(a, b *bucket) bool { return Less(a.head(), b.head()) })
+// newReady is a heap of q's non-empty buckets ordered by their heads, so
+// that its top holds the queue's next workload. When q orders by
+// LocalQueue usage, the buckets of the LocalQueue with the lowest share go
+// first.
+func newReady(q *clusterQueue) *heap[*bucket] {
+	return newHeap(func(b *bucket) string { return b.shape }, func(a, b *bucket) bool {
+		if q.fair && a.share != b.share {
+			return a.share < b.share
+		}
+		return Less(a.head(), b.head())
+	})
 }
 
 // shapeOf is the bucket key of info: everything flavor assignment and

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/workload"
 )
@@ -28,6 +30,15 @@ type clusterQueue struct {
 	// told holds the queued workloads already told that they wait behind
 	// a head of their shape; each is told once while it is queued.
 	told map[string]bool
+
+	// fair is set when the queue orders its workloads by their
+	// LocalQueue's recent usage (admission fair sharing); quota is then
+	// its nominal quota per resource, locals its LocalQueues and shares
+	// their shares by key.
+	fair   bool
+	quota  map[corev1.ResourceName]int64
+	locals map[string]*localQueue
+	shares map[string]float64
 }
 
 // flight is a workload popped by a cycle, with its bucket's shape.
@@ -37,27 +48,41 @@ type flight struct {
 }
 
 func newClusterQueue(name berthv1alpha1.ClusterQueueReference) *clusterQueue {
-	return &clusterQueue{
-		name: name, buckets: map[string]*bucket{}, of: map[string]*bucket{}, ready: newReady(),
+	q := &clusterQueue{
+		name: name, buckets: map[string]*bucket{}, of: map[string]*bucket{},
 		aside: map[*bucket]struct{}{}, parked: map[*bucket]struct{}{}, inFlight: map[string]flight{},
-		told: map[string]bool{},
+		told: map[string]bool{}, locals: map[string]*localQueue{}, shares: map[string]float64{},
 	}
+	q.ready = newReady(q)
+	return q
 }
 
-// bucketFor returns the bucket of shape, created empty if needed.
-func (q *clusterQueue) bucketFor(shape string) *bucket {
-	b := q.buckets[shape]
+// bucketKey is the key of the bucket of info, whose shape is shape.
+func (q *clusterQueue) bucketKey(info *workload.Info, shape string) string {
+	if q.fair {
+		return workload.LocalQueueKey(info.Obj) + "|" + shape
+	}
+	return shape
+}
+
+// bucketFor returns the bucket of key for info, created empty if needed.
+func (q *clusterQueue) bucketFor(key string, info *workload.Info) *bucket {
+	b := q.buckets[key]
 	if b == nil {
-		b = newBucket(shape)
-		q.buckets[shape] = b
+		lq := ""
+		if q.fair {
+			lq = workload.LocalQueueKey(info.Obj)
+		}
+		b = newBucket(key, lq)
+		q.buckets[key] = b
 	}
 	return b
 }
 
-// push queues info in the bucket of shape, replacing a queued entry with
+// push queues info in the bucket of key, replacing a queued entry with
 // the same key, and returns the bucket.
-func (q *clusterQueue) push(info *workload.Info, shape string) *bucket {
-	b := q.bucketFor(shape)
+func (q *clusterQueue) push(info *workload.Info, key string) *bucket {
+	b := q.bucketFor(key, info)
 	b.heap.pushOrUpdate(info)
 	q.of[info.Key] = b
 	if !q.told[info.Key] {
@@ -95,6 +120,27 @@ func (q *clusterQueue) tellAll(head *workload.Info) []Behind {
 		}
 	}
 	return out
+}
+
+// reorder re-orders the ready buckets after the share of LocalQueue lq,
+// or of all when lq is empty, changed. The other buckets take theirs when
+// they are ready again (settle).
+func (q *clusterQueue) reorder(lq string) {
+	for _, b := range q.ready.items {
+		if lq == "" || b.lq == lq {
+			b.share = q.shares[b.lq]
+		}
+	}
+	q.ready.reorder()
+}
+
+// flightKey is the bucket key of the popped head h: the one it was popped
+// from, or, after a change of the queue's ordering, its new one.
+func (q *clusterQueue) flightKey(h Head) string {
+	if f, ok := q.inFlight[h.Info.Key]; ok {
+		return f.shape
+	}
+	return h.shape
 }
 
 // version returns the queued or popped entry of key, nil if none.
@@ -176,6 +222,9 @@ func (q *clusterQueue) activate() {
 // is neither set aside nor parked, out of it otherwise. An empty bucket in
 // neither state is dropped.
 func (q *clusterQueue) settle(b *bucket) {
+	if q.fair {
+		b.share = q.shares[b.lq]
+	}
 	if !b.aside && !b.parked && b.heap.len() > 0 {
 		q.ready.pushOrUpdate(b)
 	} else {
@@ -183,6 +232,24 @@ func (q *clusterQueue) settle(b *bucket) {
 	}
 	if b.heap.len() == 0 && !b.aside && !b.parked {
 		delete(q.buckets, b.shape)
+	}
+}
+
+// rebucket puts every queued and popped workload in the buckets of the
+// queue's current ordering, after fair changed. Set-aside buckets are
+// tried again.
+func (q *clusterQueue) rebucket() {
+	infos := q.workloads(false)
+	infos = append(infos, q.workloads(true)...)
+	q.buckets, q.of = map[string]*bucket{}, map[string]*bucket{}
+	q.aside, q.parked = map[*bucket]struct{}{}, map[*bucket]struct{}{}
+	q.ready = newReady(q)
+	for _, info := range infos {
+		q.push(info, q.bucketKey(info, shapeOf(info)))
+	}
+	for key, f := range q.inFlight {
+		f.shape = q.bucketKey(f.info, shapeOf(f.info))
+		q.inFlight[key] = f
 	}
 }
 

@@ -22,14 +22,33 @@ func Less(a, b *workload.Info) bool {
 // Sort puts infos in the order a ClusterQueue tries them (Less): the
 // positions kubectl berth shows are these.
 func Sort(infos []*workload.Info) {
+	slices.SortFunc(infos, compare)
+}
+
+func compare(a, b *workload.Info) int {
+	switch {
+	case Less(a, b):
+		return -1
+	case Less(b, a):
+		return 1
+	}
+	return 0
+}
+
+// SortByShare puts infos in the order of a ClusterQueue with admission
+// fair sharing: by the share of their LocalQueue (share gives it by the
+// LocalQueue's key), lowest first, then as Sort.
+func SortByShare(infos []*workload.Info, share func(lq string) float64) {
 	slices.SortFunc(infos, func(a, b *workload.Info) int {
-		switch {
-		case Less(a, b):
-			return -1
-		case Less(b, a):
-			return 1
+		if la, lb := workload.LocalQueueKey(a.Obj), workload.LocalQueueKey(b.Obj); la != lb {
+			if sa, sb := share(la), share(lb); sa != sb {
+				if sa < sb {
+					return -1
+				}
+				return 1
+			}
 		}
-		return 0
+		return compare(a, b)
 	})
 }
 
@@ -115,6 +134,13 @@ func (h *heap[T]) removeAt(i int) {
 	h.items = h.items[:last]
 	if i != last {
 		h.fix(i)
+	}
+}
+
+// reorder restores the heap's order after less changed for its items.
+func (h *heap[T]) reorder() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
 	}
 }
 

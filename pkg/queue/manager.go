@@ -57,6 +57,10 @@ type Manager struct {
 	// toTell collects them under mu, to be handed over after it.
 	onBehind func([]Behind)
 	toTell   []Behind
+	// afs is how LocalQueue usage is counted, nil when admission fair
+	// sharing is off; locals are the LocalQueues by key.
+	afs    *AdmissionFairSharing
+	locals map[string]*localQueue
 }
 
 // Behind is a workload set aside behind the head of its shape, which did
@@ -94,6 +98,7 @@ func NewManager() *Manager {
 		parents: map[berthv1alpha1.CohortReference]berthv1alpha1.CohortReference{},
 		where:   map[string]berthv1alpha1.ClusterQueueReference{},
 		wakeup:  make(chan struct{}, 1),
+		locals:  map[string]*localQueue{},
 	}
 }
 
@@ -133,6 +138,19 @@ func (m *Manager) AddOrUpdateClusterQueue(obj *berthv1alpha1.ClusterQueue) {
 		m.trees = nil
 	}
 	q.cohort = obj.Spec.CohortName
+	if fair := m.afs != nil && fairMode(obj); fair != q.fair {
+		q.fair = fair
+		q.rebucket()
+	}
+	if q.fair {
+		q.quota = nominalQuota(obj)
+		for key, lq := range m.locals {
+			if lq.clusterQueue == name {
+				q.locals[key] = lq
+			}
+		}
+		m.rescore(q)
+	}
 	m.activateTree(name)
 }
 
@@ -198,6 +216,7 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 		return nil
 	}
 	delete(q.inFlight, info.Key)
+	shape = q.bucketKey(info, shape)
 	if b := q.of[info.Key]; b != nil {
 		prev, _ := b.heap.get(info.Key)
 		if b.aside && b.shape == shape && prev.Obj.Generation == wl.Generation && prev.Priority == info.Priority {
@@ -357,7 +376,7 @@ func (m *Manager) Park(h Head) {
 	m.mu.Lock()
 	defer m.unlock()
 	if q := m.queues[h.ClusterQueue]; q != nil && q.strategy == berthv1alpha1.BestEffortFIFO {
-		b := q.bucketFor(h.shape)
+		b := q.bucketFor(q.flightKey(h), h.Info)
 		q.park(b)
 		m.toTell = append(m.toTell, q.tell(b, h.Info)...)
 	}
@@ -385,9 +404,10 @@ func (m *Manager) Requeue(h Head, reason RequeueReason) {
 	if q == nil || q.inFlight[h.Info.Key].info != h.popped {
 		return
 	}
+	key := q.flightKey(h)
 	delete(q.inFlight, h.Info.Key)
 	info := h.Info
-	b := q.push(info, h.shape)
+	b := q.push(info, key)
 	fresh := q.activations == h.activations
 	switch {
 	case reason == RequeueInadmissible && q.strategy == berthv1alpha1.BestEffortFIFO && fresh && b.head() == info:
@@ -488,7 +508,11 @@ func (m *Manager) Order(cq berthv1alpha1.ClusterQueueReference) []string {
 		return nil
 	}
 	items := q.workloads(false)
-	Sort(items)
+	if q.fair {
+		SortByShare(items, func(lq string) float64 { return q.shares[lq] })
+	} else {
+		Sort(items)
+	}
 	keys := make([]string, len(items))
 	for i, info := range items {
 		keys[i] = info.Key

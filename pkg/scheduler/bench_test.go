@@ -36,6 +36,12 @@ const (
 // benchTopology returns 1000 queues in 10 cohorts with two flavors of
 // gpu and cpu, each queue with the given gpu quota on the first flavor.
 func benchTopology(gpuQuota string, p berthv1alpha1.ClusterQueuePreemption) (*cache.Cache, *queue.Manager) {
+	return benchTopologyWith(gpuQuota, p, nil)
+}
+
+// benchTopologyWith is benchTopology with each ClusterQueue changed by
+// tune, which may also set up m, before it is added.
+func benchTopologyWith(gpuQuota string, p berthv1alpha1.ClusterQueuePreemption, tune func(*queue.Manager, *utiltesting.ClusterQueueWrapper)) (*cache.Cache, *queue.Manager) {
 	c, m := cache.New(), queue.NewManager()
 	for _, f := range []string{"h100", "a100"} {
 		c.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor(f))
@@ -45,9 +51,12 @@ func benchTopology(gpuQuota string, p berthv1alpha1.ClusterQueuePreemption) (*ca
 			ResourceGroup(
 				utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", gpuQuota).Resource("cpu", "1000").Obj(),
 				utiltesting.MakeFlavorQuotas("a100").Resource("nvidia.com/gpu", "0").Resource("cpu", "0").Obj(),
-			).Preemption(p).Obj()
-		c.AddOrUpdateClusterQueue(cq)
-		m.AddOrUpdateClusterQueue(cq)
+			).Preemption(p)
+		if tune != nil {
+			tune(m, cq)
+		}
+		c.AddOrUpdateClusterQueue(cq.Obj())
+		m.AddOrUpdateClusterQueue(cq.Obj())
 	}
 	return c, m
 }
@@ -174,6 +183,47 @@ func BenchmarkBorrowingDrain(b *testing.B) {
 					opts = append(opts, WithFairSharing())
 				}
 				s := New(c, m, &nopApplier{}, opts...)
+				c.Snapshot()
+				b.StartTimer()
+				n, took := drain(s)
+				decisions, elapsed = decisions+n, elapsed+took
+			}
+			b.ReportMetric(float64(decisions)/elapsed.Seconds(), "decisions/s")
+		})
+	}
+}
+
+// BenchmarkAdmissionFairSharingDrain is BenchmarkDrain's 50,000 workloads
+// over 1,000 ClusterQueues of 30 GPUs each, from 5 LocalQueues per
+// ClusterQueue, with and without admission fair sharing: each admission
+// charges its LocalQueue and re-orders its ClusterQueue's buckets.
+func BenchmarkAdmissionFairSharingDrain(b *testing.B) {
+	const pending, locals = 50_000, 5
+	wls := benchWorkloads(pending, 0, "1")
+	// Workload i goes to ClusterQueue i%1000, as in BenchmarkDrain.
+	for i, wl := range wls {
+		wl.Spec.QueueName = berthv1alpha1.LocalQueueName(fmt.Sprintf("cq-%04d-lq-%d", i%benchQueues, (i/benchQueues)%locals))
+	}
+	for _, fair := range []bool{false, true} {
+		b.Run(fmt.Sprintf("admissionFairSharing=%v", fair), func(b *testing.B) {
+			var decisions int
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				c, m := benchTopologyWith("30", berthv1alpha1.ClusterQueuePreemption{}, func(m *queue.Manager, cq *utiltesting.ClusterQueueWrapper) {
+					if !fair {
+						return
+					}
+					m.SetAdmissionFairSharing(&queue.AdmissionFairSharing{HalfLife: time.Hour, Interval: time.Minute})
+					cq.AdmissionFairSharing()
+					for k := range locals {
+						m.AddOrUpdateLocalQueue(utiltesting.MakeLocalQueue(fmt.Sprintf("%s-lq-%d", cq.Name, k), "ns", cq.Name))
+					}
+				})
+				for j, w := range wls {
+					_ = m.AddOrUpdateWorkload(w, berthv1alpha1.ClusterQueueReference(fmt.Sprintf("cq-%04d", j%benchQueues)))
+				}
+				s := New(c, m, &nopApplier{})
 				c.Snapshot()
 				b.StartTimer()
 				n, took := drain(s)

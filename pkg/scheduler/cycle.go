@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -234,7 +235,7 @@ func (c *cycle) decide(ctx context.Context, e *entry) {
 	case flavorassigner.Preempt:
 		c.preempt(ctx, e)
 	default:
-		c.pending(ctx, e, berthv1alpha1.ReasonPending, "The workload does not fit: "+a.Message()+fairNote(e), queue.RequeueInadmissible)
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, "The workload does not fit: "+a.Message()+fairNote(e)+c.usageNote(e), queue.RequeueInadmissible)
 	}
 }
 
@@ -247,6 +248,17 @@ func fairNote(e *entry) string {
 	}
 	own := e.shares[len(e.shares)-1]
 	return fmt.Sprintf("; with it, %s would borrow at a weighted share of %s, and fair sharing lends first to lower shares", own.Name(), cache.FormatShare(own.Share))
+}
+
+// usageNote says, for a head of a queue with admission fair sharing, the
+// recent usage its LocalQueue is ordered by.
+func (c *cycle) usageNote(e *entry) string {
+	share, weight, ok := c.queues.LocalQueueShare(e.head.Info, e.head.ClusterQueue)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("; LocalQueue %s's recent usage, weighted, is %s of the queue's quota (weight %s), and LocalQueues of lower usage go first",
+		e.head.Info.Obj.Spec.QueueName, queue.FormatShare(share), strconv.FormatFloat(weight, 'f', -1, 64))
 }
 
 // admit assumes the head's admission in the cache and the snapshot at
@@ -262,6 +274,7 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 		return
 	}
 	c.snap.AddWorkload(&info)
+	c.queues.Charge(e.head, info.Usage)
 	a := &admission{e: e, info: &info, adm: e.assignment.Admission(e.head.ClusterQueue)}
 	c.admissions = append(c.admissions, a)
 	if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {

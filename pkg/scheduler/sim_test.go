@@ -95,6 +95,20 @@ func (s *sim) SetPending(wl *berthv1alpha1.Workload, _, msg string) {
 
 // newSim builds a random scenario; parallelism is the scheduler's.
 func newSim(seed int64, parallelism int) *sim {
+	s := emptySim(seed, parallelism)
+	// Fair sharing and weights come from a generator of their own, so that
+	// a seed's scenario is the one it was before they existed.
+	s.fair = rand.New(rand.NewSource(seed ^ 0x5eed))
+	if s.fair.Intn(2) == 0 {
+		final, initial := configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare
+		WithFairSharing([][]configv1alpha1.PreemptionStrategy{{final, initial}, {final}, {initial}}[s.fair.Intn(3)]...)(s.sched)
+	}
+	s.randomTopology()
+	return s
+}
+
+// emptySim is a sim with its flavors and no queue.
+func emptySim(seed int64, parallelism int) *sim {
 	rng := rand.New(rand.NewSource(seed))
 	s := &sim{
 		seed: seed, rng: rng, cache: cache.New(), queues: queue.NewManager(), now: utiltesting.BaseTime,
@@ -103,17 +117,9 @@ func newSim(seed int64, parallelism int) *sim {
 		pairs: map[string]int{}, flavors: []string{"f0", "f1"}, pendingMsg: map[string]string{},
 	}
 	s.sched = New(s.cache, s.queues, s, WithClock(func() time.Time { return s.now }), WithParallelism(parallelism))
-	// Fair sharing and weights come from a generator of their own, so that
-	// a seed's scenario is the one it was before they existed.
-	s.fair = rand.New(rand.NewSource(seed ^ 0x5eed))
-	if s.fair.Intn(2) == 0 {
-		final, initial := configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare
-		WithFairSharing([][]configv1alpha1.PreemptionStrategy{{final, initial}, {final}, {initial}}[s.fair.Intn(3)]...)(s.sched)
-	}
 	for _, f := range s.flavors {
 		s.cache.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor(f))
 	}
-	s.randomTopology()
 	return s
 }
 

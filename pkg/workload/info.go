@@ -131,6 +131,12 @@ func Key(wl *berthv1alpha1.Workload) string {
 	return wl.Namespace + "/" + wl.Name
 }
 
+// LocalQueueKey is the "namespace/name" of the LocalQueue wl is submitted
+// to.
+func LocalQueueKey(wl *berthv1alpha1.Workload) string {
+	return wl.Namespace + "/" + string(wl.Spec.QueueName)
+}
+
 // Priority is wl's resolved priority, 0 when unset.
 func Priority(wl *berthv1alpha1.Workload) int32 {
 	if wl.Spec.Priority != nil {

@@ -196,6 +196,14 @@ type ClusterQueueSpec struct {
 	//
 	// +optional
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// AdmissionScope orders the queue's pending workloads by the recent
+	// usage of their LocalQueues when its mode is
+	// UsageBasedAdmissionFairSharing and the controller configuration has
+	// admissionFairSharing. Absent, by priority and age alone.
+	//
+	// +optional
+	AdmissionScope *AdmissionScope `json:"admissionScope,omitempty"`
 }
 
 // ResourceUsage is the amount of one resource a queue uses.

@@ -18,6 +18,15 @@ type LocalQueueSpec struct {
 	// +optional
 	// +kubebuilder:default=None
 	StopPolicy StopPolicy `json:"stopPolicy,omitempty"`
+
+	// FairSharing is the queue's weight among the LocalQueues of its
+	// ClusterQueue, with admission fair sharing: its recent usage is
+	// divided by it, so a queue of weight 2 may use twice what one of
+	// weight 1 does and still go first. 0 means its workloads go after
+	// every other queue's. At most 1M; 1 when absent.
+	//
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 }
 
 // LocalQueueFlavorUsage is what a LocalQueue's workloads use of one flavor.
@@ -63,6 +72,12 @@ type LocalQueueStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	FlavorsUsage []LocalQueueFlavorUsage `json:"flavorsUsage,omitempty"`
+
+	// FairSharing is the queue's recent usage, with admission fair
+	// sharing.
+	//
+	// +optional
+	FairSharing *FairSharingStatus `json:"fairSharing,omitempty"`
 }
 
 // LocalQueue is what a namespace's jobs are submitted to. It refers to one

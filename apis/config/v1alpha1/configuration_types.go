@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -55,6 +56,29 @@ type Configuration struct {
 	// FairSharing evens out what the queues of a cohort borrow, by the
 	// weights of ClusterQueues and Cohorts.
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
+
+	// AdmissionFairSharing turns admission fair sharing on for the
+	// ClusterQueues whose admissionScope asks for it: their pending
+	// workloads go by their LocalQueue's recent usage, lowest first.
+	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
+}
+
+// AdmissionFairSharing is how the recent usage of LocalQueues is counted.
+type AdmissionFairSharing struct {
+	// UsageHalfLifeTime is how long it takes a past sample of a queue's
+	// usage to weigh half as much. 0 counts only the latest sample.
+	// Default 168h (a week).
+	UsageHalfLifeTime *metav1.Duration `json:"usageHalfLifeTime,omitempty"`
+
+	// UsageSamplingInterval is how often the usage is sampled and the
+	// queues' statuses updated. Default 5m.
+	UsageSamplingInterval *metav1.Duration `json:"usageSamplingInterval,omitempty"`
+
+	// ResourceWeights weigh each resource's part in a queue's usage. Usage
+	// is counted as a fraction of the ClusterQueue's nominal quota of the
+	// resource, so resources of different units compare; a resource of
+	// weight 0 does not count. Default 1 for every resource.
+	ResourceWeights map[corev1.ResourceName]float64 `json:"resourceWeights,omitempty"`
 }
 
 // FairSharing turns fair sharing on.

@@ -39,6 +39,8 @@ const (
 	DefaultWaitForPodsReadyTimeout            = 5 * time.Minute
 	DefaultBackoffBaseSeconds                 = 60
 	DefaultBackoffMaxSeconds                  = 3600
+	DefaultUsageHalfLifeTime                  = 168 * time.Hour
+	DefaultUsageSamplingInterval              = 5 * time.Minute
 	// The leader election's timing, client-go's and Kueue's too.
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second

@@ -34,6 +34,13 @@ func (c *ClusterQueueWrapper) Weight(w string) *ClusterQueueWrapper {
 	return c
 }
 
+// AdmissionFairSharing orders the queue's workloads by their LocalQueue's
+// recent usage.
+func (c *ClusterQueueWrapper) AdmissionFairSharing() *ClusterQueueWrapper {
+	c.Spec.AdmissionScope = &berthv1alpha1.AdmissionScope{AdmissionMode: berthv1alpha1.UsageBasedAdmissionFairSharing}
+	return c
+}
+
 // Strategy sets spec.queueingStrategy.
 func (c *ClusterQueueWrapper) Strategy(s berthv1alpha1.QueueingStrategy) *ClusterQueueWrapper {
 	c.Spec.QueueingStrategy = s

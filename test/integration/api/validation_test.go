@@ -98,6 +98,13 @@ func TestClusterQueueValidation(t *testing.T) {
 			body:    gpuQueue("research", "        nominalQuota: 8") + "  fairSharing: {weight: 2M}\n",
 			wantErr: []string{"spec.fairSharing.weight must be from 0 to 1M"},
 		},
+		"admission fair sharing": {
+			body: gpuQueue("research", "        nominalQuota: 8") + "  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n",
+		},
+		"an unknown admission mode": {
+			body:    gpuQueue("research", "        nominalQuota: 8") + "  admissionScope: {admissionMode: ByTurns}\n",
+			wantErr: []string{"spec.admissionScope.admissionMode", "supported values"},
+		},
 		"invalid cohort name": {
 			body:    gpuQueue("Team_A", "        nominalQuota: 1"),
 			wantErr: []string{"spec.cohortName", "should match"},
@@ -310,6 +317,11 @@ func TestLocalQueueValidation(t *testing.T) {
 		"invalid ClusterQueue":      {body: "spec:\n  clusterQueue: Team A\n", wantErr: []string{"spec.clusterQueue", "should match"}},
 		"unknown stop policy":       {body: "spec:\n  clusterQueue: a\n  stopPolicy: Later\n", wantErr: []string{"spec.stopPolicy", "supported values"}},
 		"stopped with HoldAndDrain": {body: "spec:\n  clusterQueue: a\n  stopPolicy: HoldAndDrain\n"},
+		"a fair-sharing weight":     {body: "spec:\n  clusterQueue: a\n  fairSharing: {weight: 3}\n"},
+		"a negative fair-sharing weight": {
+			body:    "spec:\n  clusterQueue: a\n  fairSharing: {weight: -3}\n",
+			wantErr: []string{"spec.fairSharing.weight must be from 0 to 1M"},
+		},
 	}
 	runValidation(t, "LocalQueue", cases)
 }

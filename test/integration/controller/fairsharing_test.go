@@ -1,12 +1,20 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/manager"
+	"github.com/berth-dev/berth/pkg/queue"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // TestFairSharingReportsWeightedShares runs a manager with fair sharing on:
@@ -41,4 +49,74 @@ func TestFairSharingReportsWeightedShares(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestAdmissionFairSharingServesTheLighterLocalQueue runs a manager with
+// admission fair sharing, samples every second: two LocalQueues share a
+// ClusterQueue of 4 CPUs. heavy has run a 4-CPU job, which its status
+// shows; then heavy queues a job of high priority and light one of none,
+// later. The controller is restarted meanwhile: the usage in heavy's
+// status is where it starts from (it samples no more before the end). When heavy's first job finishes, light's
+// job is admitted, and heavy's waits, saying why.
+func TestAdmissionFairSharingServesTheLighterLocalQueue(t *testing.T) {
+	afs := func(o *manager.Options) {
+		o.AdmissionFairSharing = &queue.AdmissionFairSharing{HalfLife: time.Hour, Interval: time.Second}
+	}
+	stopManager()
+	if err := startManager(afs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopManager()
+		if err := startManager(); err != nil {
+			t.Errorf("restoring the default manager: %v", err)
+		}
+	})
+	flavor, cq := unique("flavor"), utiltesting.MakeClusterQueue(unique("shared")).AdmissionFairSharing().
+		ResourceGroup(utiltesting.MakeFlavorQuotas(unique("flavor")).Resource("cpu", "4").Obj()).Obj()
+	cq.Spec.ResourceGroups[0].Flavors[0].Name = berthv1alpha1.ResourceFlavorReference(flavor)
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	ns := namespace(t, nil)
+	high := utiltesting.MakeWorkloadPriorityClass(unique("high"), 1000)
+	mustCreate(t, utiltesting.MakeResourceFlavor(flavor), cq, high,
+		utiltesting.MakeLocalQueue("heavy", ns, cq.Name), utiltesting.MakeLocalQueue("light", ns, cq.Name))
+
+	first := utiltesting.MakeJob("first", ns).Queue("heavy").Request("cpu", "4").Obj()
+	mustCreate(t, first)
+	workloadOf(t, first, "heavy's first job admitted", admitted)
+	heavy := &berthv1alpha1.LocalQueue{}
+	waitFor(t, "heavy's usage in its status", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "heavy"}, heavy); err != nil {
+			return err
+		}
+		fs := heavy.Status.FairSharing
+		if fs == nil || fs.AdmissionFairSharingStatus == nil || fs.AdmissionFairSharingStatus.LastUpdate.IsZero() || fs.WeightedShare == 0 {
+			return fmt.Errorf("status.fairSharing %+v, want a sampled usage", fs)
+		}
+		if cpu := fs.AdmissionFairSharingStatus.ConsumedResources[corev1.ResourceCPU]; cpu.Sign() <= 0 {
+			return fmt.Errorf("consumed cpu %s, want some", cpu.String())
+		}
+		return nil
+	})
+	t.Logf("heavy's usage after its first job ran: %+v", heavy.Status.FairSharing)
+
+	urgent := utiltesting.MakeJob("urgent", ns).Queue("heavy").PriorityClass(high.Name).Request("cpu", "4").Obj()
+	mustCreate(t, urgent)
+	workloadOf(t, urgent, "heavy's urgent job pending", pendingWith("does not fit"))
+	late := utiltesting.MakeJob("late", ns).Queue("light").Request("cpu", "4").Obj()
+	mustCreate(t, late)
+	workloadOf(t, late, "light's job pending", pendingWith("does not fit"))
+
+	// Restarted to sample only hourly: what orders the queues now is the
+	// usage restored from heavy's status.
+	stopManager()
+	if err := startManager(func(o *manager.Options) {
+		o.AdmissionFairSharing = &queue.AdmissionFairSharing{HalfLife: time.Hour, Interval: time.Hour}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	finishJob(t, jobState(t, first, false))
+	workloadOf(t, late, "light's job admitted first", admitted)
+	wl := workloadOf(t, urgent, "heavy's urgent job waiting, saying why", pendingWith("LocalQueue heavy's recent usage, weighted, is"))
+	t.Logf("heavy's urgent job: %s", workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved).Message)
 }
