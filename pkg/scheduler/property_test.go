@@ -3,12 +3,17 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/workload"
 )
 
@@ -25,6 +30,28 @@ func TestRandomizedInvariants(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 	}
+}
+
+// TestFairPreemptionsMoveTowardFair runs random scenarios with fair
+// sharing on and no lending or borrowing limits, where checkFairPreemptions
+// recounts the shares of every preemption by the shares on its own.
+func TestFairPreemptionsMoveTowardFair(t *testing.T) {
+	scenarios := 2000
+	if testing.Short() {
+		scenarios = 200
+	}
+	checked := 0
+	for seed := int64(1); seed <= int64(scenarios); seed++ {
+		n, err := runSharesScenario(seed, 20)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		checked += n
+	}
+	if checked == 0 {
+		t.Fatal("no preemption by the shares was checked")
+	}
+	t.Logf("%d preemptions by the shares checked", checked)
 }
 
 // FuzzSchedule runs a random scenario per input; the seed corpus runs in
@@ -51,24 +78,42 @@ func FuzzSchedule(f *testing.F) {
 }
 
 func runScenario(seed int64, steps, parallelism int) error {
-	s := newSim(seed, parallelism)
+	_, err := runScenarioOf(newSim(seed, parallelism, false), steps)
+	return err
+}
+
+// runSharesScenario runs the shares scenario of seed (see newSim) and
+// returns how many preemptions by the shares it checked.
+func runSharesScenario(seed int64, steps int) (int, error) {
+	return runScenarioOf(newSim(seed, 4, true), steps)
+}
+
+func runScenarioOf(s *sim, steps int) (int, error) {
 	ctx := context.Background()
+	checked := 0
 	for step := 0; step < steps; step++ {
 		s.now = s.now.Add(time.Minute)
 		s.addWorkloads(s.rng.Intn(6))
 		strict := s.strictOrders()
 		s.admitted, s.preempted = map[string]*berthv1alpha1.Admission{}, nil
+		clear(s.failed)
+		reserved := s.reservations(nil)
 		s.sched.Schedule(ctx)
 		if err := s.checkCycle(strict); err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
+			return checked, fmt.Errorf("step %d: %w", step, err)
 		}
+		n, err := s.checkFairPreemptions(s.reservations(reserved))
+		if err != nil {
+			return checked, fmt.Errorf("step %d: %w", step, err)
+		}
+		checked += n
 		s.applyDecisions()
 		if err := s.checkQuota(); err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
+			return checked, fmt.Errorf("step %d: %w", step, err)
 		}
 		s.settle(4)
 	}
-	return s.checkLiveness(ctx)
+	return checked, s.checkLiveness(ctx)
 }
 
 // checkLiveness stops arrivals and finishes, lets the scheduler run until
@@ -323,4 +368,191 @@ func (s *sim) treeOf(cq *berthv1alpha1.ClusterQueue) string {
 	default:
 		return c
 	}
+}
+
+// checkFairPreemptions checks, with shares computed here from the
+// workloads rather than by the cache, that every preemption by the shares
+// took from a side of the cohort tree whose share was above the
+// preemptor's side: where the two queues' paths part, the preemptor's
+// node, at its lowest in the cycle (every victim of the cycle released),
+// is below the victim's node at its highest (every admission of the cycle
+// added, written or not, since a failed write keeps its quota taken for
+// the rest of the cycle, and every reservation of a waiting preemptor,
+// which counts as used: see nomination). A preemption that went the other way would move the shares away
+// from fair. Topologies with lending or borrowing limits are left out: the
+// shares here count quota without them.
+//
+// It returns how many preemptions it checked.
+func (s *sim) checkFairPreemptions(reserved map[string]*berthv1alpha1.Admission) (int, error) {
+	var fair []preemptionEvent
+	for _, p := range s.preempted {
+		if p.fair {
+			fair = append(fair, p)
+		}
+	}
+	if len(fair) == 0 {
+		return 0, nil
+	}
+	victims := map[string]bool{}
+	for _, p := range s.preempted {
+		victims[p.victim] = true
+	}
+	low, ok := s.independentShares(func(key string) bool { return !victims[key] }, nil)
+	if !ok {
+		return 0, nil
+	}
+	extra := maps.Clone(reserved)
+	maps.Copy(extra, s.admitted)
+	for key, adm := range s.failed {
+		extra["failed/"+key] = adm
+	}
+	high, _ := s.independentShares(func(string) bool { return true }, extra)
+	for _, p := range fair {
+		a, b, ok := s.parting(s.cqOf[p.preemptor], s.cqOf[p.victim])
+		if !ok {
+			return 0, fmt.Errorf("%s preempted %s by the shares across cohort trees", p.preemptor, p.victim)
+		}
+		if !(low[a] < high[b]) {
+			return 0, fmt.Errorf("%s preempted %s by the shares, but %s's share, %v at least, is not below %s's, %v at most", p.preemptor, p.victim, a, low[a], b, high[b])
+		}
+	}
+	return len(fair), nil
+}
+
+// reservations adds to into the reservations of the scheduler's waiting
+// preemptors, as admissions of all they want, keyed by "reserved/" and the
+// preemptor's key.
+func (s *sim) reservations(into map[string]*berthv1alpha1.Admission) map[string]*berthv1alpha1.Admission {
+	if into == nil {
+		into = map[string]*berthv1alpha1.Admission{}
+	}
+	for key, n := range s.sched.nominated {
+		adm := &berthv1alpha1.Admission{ClusterQueue: n.clusterQueue}
+		for fr, v := range n.want {
+			adm.PodSetAssignments = append(adm.PodSetAssignments, berthv1alpha1.PodSetAssignment{
+				Name:          fr.Resource.String(),
+				Flavors:       map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference{fr.Resource: fr.Flavor},
+				ResourceUsage: corev1.ResourceList{fr.Resource: resources.Quantity(fr.Resource, v)},
+			})
+		}
+		into["reserved/"+key] = adm
+	}
+	return into
+}
+
+// nodeParent is the parent of a node of the cohort trees: "cq:NAME" or
+// "cohort:NAME"; "" for a root.
+func (s *sim) nodeParent(node string) string {
+	kind, name, _ := strings.Cut(node, ":")
+	if kind == "cq" {
+		if c := s.cqs[berthv1alpha1.ClusterQueueReference(name)].Spec.CohortName; c != "" {
+			return "cohort:" + string(c)
+		}
+		return ""
+	}
+	for _, c := range s.cohorts {
+		if c.Name == name && c.Spec.ParentName != "" {
+			return "cohort:" + string(c.Spec.ParentName)
+		}
+	}
+	return ""
+}
+
+// parting is the two nodes under the lowest common cohort of x's and y's
+// paths, on x's side and on y's.
+func (s *sim) parting(x, y berthv1alpha1.ClusterQueueReference) (a, b string, ok bool) {
+	path := func(cq berthv1alpha1.ClusterQueueReference) []string {
+		var out []string
+		for n := "cq:" + string(cq); n != ""; n = s.nodeParent(n) {
+			out = append([]string{n}, out...)
+		}
+		return out
+	}
+	px, py := path(x), path(y)
+	for i := 0; i < len(px) && i < len(py); i++ {
+		if px[i] != py[i] {
+			return px[i], py[i], i > 0
+		}
+	}
+	return "", "", false
+}
+
+// independentShares is the weighted share of every node, per mille, from
+// the workloads holding quota that keep selects, and extra admissions; ok
+// is false for a topology with lending or borrowing limits.
+func (s *sim) independentShares(keep func(string) bool, extra map[string]*berthv1alpha1.Admission) (map[string]float64, bool) {
+	type fr struct{ node, flavor string }
+	quota, usage := map[fr]int64{}, map[fr]int64{}
+	weight := map[string]float64{}
+	addUp := func(m map[fr]int64, node, flavor string, v int64) {
+		for n := node; n != ""; n = s.nodeParent(n) {
+			m[fr{n, flavor}] += v
+		}
+	}
+	for name, cq := range s.cqs {
+		node := "cq:" + string(name)
+		weight[node] = 1
+		if fs := cq.Spec.FairSharing; fs != nil && fs.Weight != nil {
+			weight[node] = fs.Weight.AsApproximateFloat64()
+		}
+		for _, g := range cq.Spec.ResourceGroups {
+			for _, f := range g.Flavors {
+				r := f.Resources[0]
+				if r.BorrowingLimit != nil || r.LendingLimit != nil {
+					return nil, false
+				}
+				addUp(quota, node, string(f.Name), quantity(r.NominalQuota))
+			}
+		}
+	}
+	for _, c := range s.cohorts {
+		for _, g := range c.Spec.ResourceGroups {
+			for _, f := range g.Flavors {
+				addUp(quota, "cohort:"+c.Name, string(f.Name), quantity(f.Resources[0].NominalQuota))
+			}
+		}
+	}
+	use := func(cq berthv1alpha1.ClusterQueueReference, adm *berthv1alpha1.Admission) {
+		for k, v := range workload.AdmissionUsage(adm) {
+			addUp(usage, "cq:"+string(cq), string(k.Flavor), v)
+		}
+	}
+	for key, w := range s.objs {
+		if workload.HasQuotaReservation(w) && keep(key) {
+			use(s.cqOf[key], w.Status.Admission)
+		}
+	}
+	for _, adm := range extra {
+		use(adm.ClusterQueue, adm)
+	}
+	root := func(n string) string {
+		for p := s.nodeParent(n); p != ""; p = s.nodeParent(n) {
+			n = p
+		}
+		return n
+	}
+	shares := map[string]float64{}
+	for k := range quota {
+		if _, done := shares[k.node]; done || s.nodeParent(k.node) == "" {
+			continue
+		}
+		var borrowed, lendable int64
+		for _, f := range s.flavors {
+			borrowed += max(0, usage[fr{k.node, f}]-quota[fr{k.node, f}])
+			lendable += quota[fr{root(k.node), f}]
+		}
+		w, ok := weight[k.node]
+		if !ok {
+			w = 1
+		}
+		switch {
+		case borrowed == 0:
+			shares[k.node] = 0
+		case w == 0 || lendable == 0:
+			shares[k.node] = math.Inf(1)
+		default:
+			shares[k.node] = float64(borrowed) / float64(lendable) * 1000 / w
+		}
+	}
+	return shares, true
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,8 +40,10 @@ type sim struct {
 	// objs holds every live workload by key; cqOf its ClusterQueue.
 	objs map[string]*berthv1alpha1.Workload
 	cqOf map[string]berthv1alpha1.ClusterQueueReference
-	// Decisions of the current cycle.
+	// Decisions of the current cycle; failed are the admissions whose
+	// write failed.
 	admitted  map[string]*berthv1alpha1.Admission
+	failed    map[string]*berthv1alpha1.Admission
 	preempted []preemptionEvent
 	// pairs records, per "preemptor>victim", how many workloads had
 	// finished when the preemption happened.
@@ -52,10 +55,14 @@ type sim struct {
 	// pendingMsg is the last reason to wait the scheduler gave each
 	// workload.
 	pendingMsg map[string]string
+	// noLimits drops the lending and borrowing limits of the topology.
+	noLimits bool
 }
 
 type preemptionEvent struct {
 	victim, preemptor, reason string
+	// fair is set for a preemption by the shares.
+	fair bool
 }
 
 var _ Applier = (*sim)(nil)
@@ -66,11 +73,12 @@ var _ Applier = (*sim)(nil)
 func (s *sim) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(workload.Key(wl) + s.now.String() + strconv.FormatInt(s.seed, 10)))
-	if h.Sum32()%20 == 0 {
-		return nil, fmt.Errorf("injected write failure")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h.Sum32()%20 == 0 {
+		s.failed[workload.Key(wl)] = adm
+		return nil, fmt.Errorf("injected write failure")
+	}
 	s.admitted[workload.Key(wl)] = adm
 	return nil, nil
 }
@@ -83,7 +91,7 @@ func (s *sim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.preempted = append(s.preempted, preemptionEvent{victim: workload.Key(wl), preemptor: preemptor, reason: reason})
+	s.preempted = append(s.preempted, preemptionEvent{victim: workload.Key(wl), preemptor: preemptor, reason: reason, fair: strings.Contains(msg, "to share fairly")})
 	return nil
 }
 
@@ -93,13 +101,17 @@ func (s *sim) SetPending(wl *berthv1alpha1.Workload, _, msg string) {
 	s.pendingMsg[workload.Key(wl)] = msg
 }
 
-// newSim builds a random scenario; parallelism is the scheduler's.
-func newSim(seed int64, parallelism int) *sim {
+// newSim builds a random scenario; parallelism is the scheduler's. A
+// shares scenario has fair sharing on and no lending or borrowing limits
+// (drawn all the same, so that it is the seed's scenario without them), so
+// that checkFairPreemptions can count the shares on its own.
+func newSim(seed int64, parallelism int, shares bool) *sim {
 	s := emptySim(seed, parallelism)
+	s.noLimits = shares
 	// Fair sharing and weights come from a generator of their own, so that
 	// a seed's scenario is the one it was before they existed.
 	s.fair = rand.New(rand.NewSource(seed ^ 0x5eed))
-	if s.fair.Intn(2) == 0 {
+	if s.fair.Intn(2) == 0 || shares {
 		final, initial := configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare
 		WithFairSharing([][]configv1alpha1.PreemptionStrategy{{final, initial}, {final}, {initial}}[s.fair.Intn(3)]...)(s.sched)
 	}
@@ -115,6 +127,7 @@ func emptySim(seed int64, parallelism int) *sim {
 		cqs:  map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue{},
 		objs: map[string]*berthv1alpha1.Workload{}, cqOf: map[string]berthv1alpha1.ClusterQueueReference{},
 		pairs: map[string]int{}, flavors: []string{"f0", "f1"}, pendingMsg: map[string]string{},
+		failed: map[string]*berthv1alpha1.Admission{},
 	}
 	s.sched = New(s.cache, s.queues, s, WithClock(func() time.Time { return s.now }), WithParallelism(parallelism))
 	for _, f := range s.flavors {
@@ -153,6 +166,9 @@ func (s *sim) randomTopology() {
 			nominal := r.Intn(9)
 			if len(limits) > 1 && limits[1] == "LL" {
 				limits[1] = fmt.Sprint(r.Intn(nominal + 1))
+			}
+			if s.noLimits {
+				limits = nil
 			}
 			fqs = append(fqs, utiltesting.MakeFlavorQuotas(f).Resource("gpu", fmt.Sprint(nominal), limits...).Obj())
 		}
