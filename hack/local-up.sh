@@ -58,7 +58,8 @@ wait_for() {
 	return 1
 }
 # Server-side: the Workload CRD is larger than client-side apply's annotation.
-for crds in "$ROOT/config/crd/bases" "$JOBSET_CRDS" "$LWS_CRDS"; do
+# The ProvisioningRequest CRD stands for cluster-autoscaler's.
+for crds in "$ROOT/config/crd/bases" "$ROOT/config/components/provisioningrequest" "$JOBSET_CRDS" "$LWS_CRDS"; do
 	"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
 	wait_for --for=condition=Established -f "$crds"
 done

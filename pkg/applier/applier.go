@@ -23,21 +23,37 @@ type Applier struct {
 	writer   workloadwriter.Writer
 	recorder events.EventRecorder
 	pending  *PendingWriter
+	// clusterQueue reads a ClusterQueue, for its admission checks.
+	clusterQueue func(context.Context, berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error)
 }
 
 var _ scheduler.Applier = (*Applier)(nil)
 
 // New returns an Applier writing through w, with why workloads wait
-// written by pending.
-func New(w workloadwriter.Writer, recorder events.EventRecorder, pending *PendingWriter) *Applier {
-	return &Applier{writer: w, recorder: recorder, pending: pending}
+// written by pending, and the ClusterQueues' admission checks read with
+// clusterQueue.
+func New(w workloadwriter.Writer, recorder events.EventRecorder, pending *PendingWriter,
+	clusterQueue func(context.Context, berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error)) *Applier {
+	return &Applier{writer: w, recorder: recorder, pending: pending, clusterQueue: clusterQueue}
 }
 
-// Admit reserves quota and admits wl in one write.
+// Admit reserves quota and admits wl in one write or, when its
+// ClusterQueue has admission checks for it, reserves quota and sets the
+// checks Pending.
 func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admission *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
-	written, err := workloadwriter.Apply(ctx, a.writer, wl, workload.Admit(admission))
+	cq, err := a.clusterQueue(ctx, admission.ClusterQueue)
 	if err != nil {
 		return nil, err
+	}
+	checks := workload.ChecksFor(cq, admission)
+	written, err := workloadwriter.Apply(ctx, a.writer, wl, workload.Admit(admission, checks...))
+	if err != nil {
+		return nil, err
+	}
+	if len(checks) > 0 {
+		a.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadQuotaReserved, "Reserve",
+			"Quota reserved in ClusterQueue %s; waiting for admission checks %v", admission.ClusterQueue, checks)
+		return written, nil
 	}
 	// One event for both: quota is reserved and the workload admitted in
 	// the same write.

@@ -49,7 +49,10 @@ func TestApplierLeavesTheCachedObjectAlone(t *testing.T) {
 		before[name] = wl.DeepCopy()
 	}
 
-	a := New(workloadwriter.NewUpdate(c), events.NewFakeRecorder(10), nil)
+	noChecks := func(context.Context, berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error) {
+		return utiltesting.MakeClusterQueue("cq").Obj(), nil
+	}
+	a := New(workloadwriter.NewUpdate(c), events.NewFakeRecorder(10), nil, noChecks)
 	written, err := a.Admit(ctx, cached["pending"], utiltesting.MakeAdmission("cq").Obj())
 	if err != nil {
 		t.Fatal(err)

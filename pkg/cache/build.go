@@ -32,7 +32,10 @@ type treeInputs struct {
 	clusterQueues map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue
 	cohorts       map[berthv1alpha1.CohortReference]*berthv1alpha1.Cohort
 	flavors       map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor
-	states        map[berthv1alpha1.ClusterQueueReference]*cqState
+	// checks holds, per AdmissionCheck, why it is not active ("" when it
+	// is).
+	checks map[berthv1alpha1.AdmissionCheckReference]string
+	states map[berthv1alpha1.ClusterQueueReference]*cqState
 }
 
 // buildTree builds the quota tree. A cohort exists when an object or a
@@ -57,7 +60,7 @@ func buildTree(in treeInputs) *tree {
 	t.linkCohorts(in.cohorts, cohortOf)
 	for _, name := range sortedKeys(in.clusterQueues) {
 		obj := in.clusterQueues[name]
-		cq := newClusterQueue(obj, in.flavors)
+		cq := newClusterQueue(obj, in.flavors, in.checks)
 		st, ok := in.states[name]
 		if !ok {
 			st = newCQState()

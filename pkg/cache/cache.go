@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/workload"
@@ -39,6 +42,7 @@ func New() *Cache {
 			clusterQueues: map[berthv1alpha1.ClusterQueueReference]*berthv1alpha1.ClusterQueue{},
 			cohorts:       map[berthv1alpha1.CohortReference]*berthv1alpha1.Cohort{},
 			flavors:       map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor{},
+			checks:        map[berthv1alpha1.AdmissionCheckReference]string{},
 			states:        map[berthv1alpha1.ClusterQueueReference]*cqState{},
 		},
 		byKey:    map[string]*workload.Info{},
@@ -97,6 +101,35 @@ func (c *Cache) DeleteResourceFlavor(name berthv1alpha1.ResourceFlavorReference)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.in.flavors, name)
+	c.t = nil
+}
+
+// AddOrUpdateAdmissionCheck records whether an AdmissionCheck is active:
+// queues naming one that is not are inactive.
+func (c *Cache) AddOrUpdateAdmissionCheck(obj *berthv1alpha1.AdmissionCheck) {
+	why := "its controller has not said it is active"
+	if cond := meta.FindStatusCondition(obj.Status.Conditions, berthv1alpha1.ConditionActive); cond != nil {
+		why = ""
+		if cond.Status != metav1.ConditionTrue {
+			why = cond.Message
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := berthv1alpha1.AdmissionCheckReference(obj.Name)
+	if old, ok := c.in.checks[name]; ok && old == why {
+		return
+	}
+	c.in.checks[name] = why
+	c.t = nil
+}
+
+// DeleteAdmissionCheck forgets an AdmissionCheck; queues naming it become
+// inactive.
+func (c *Cache) DeleteAdmissionCheck(name berthv1alpha1.AdmissionCheckReference) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.in.checks, name)
 	c.t = nil
 }
 

@@ -214,7 +214,8 @@ func (c *Cohort) AllClusterQueues() []*ClusterQueue {
 	return out
 }
 
-func newClusterQueue(obj *berthv1alpha1.ClusterQueue, flavors map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor) *ClusterQueue {
+func newClusterQueue(obj *berthv1alpha1.ClusterQueue, flavors map[berthv1alpha1.ResourceFlavorReference]*berthv1alpha1.ResourceFlavor,
+	checks map[berthv1alpha1.AdmissionCheckReference]string) *ClusterQueue {
 	spec := &obj.Spec
 	cq := &ClusterQueue{
 		Name:              berthv1alpha1.ClusterQueueReference(obj.Name),
@@ -235,6 +236,9 @@ func newClusterQueue(obj *berthv1alpha1.ClusterQueue, flavors map[berthv1alpha1.
 		}
 		cq.ResourceGroups = append(cq.ResourceGroups, g)
 	}
+	if cq.Inactive == "" {
+		cq.Inactive = inactiveCheck(obj, checks)
+	}
 	switch {
 	case obj.DeletionTimestamp != nil:
 		cq.Inactive = fmt.Sprintf("ClusterQueue %s is terminating", obj.Name)
@@ -245,6 +249,22 @@ func newClusterQueue(obj *berthv1alpha1.ClusterQueue, flavors map[berthv1alpha1.
 	cq.weight = weightOf(spec.FairSharing)
 	cq.name = "ClusterQueue " + obj.Name
 	return cq
+}
+
+// inactiveCheck says which admission check of obj does not exist or is
+// not active, if one: the queue reserves no quota for workloads that
+// could never pass it.
+func inactiveCheck(obj *berthv1alpha1.ClusterQueue, checks map[berthv1alpha1.AdmissionCheckReference]string) string {
+	for _, name := range workload.ChecksNamed(obj) {
+		why, ok := checks[name]
+		switch {
+		case !ok:
+			return fmt.Sprintf("ClusterQueue %s is inactive: AdmissionCheck %s not found", obj.Name, name)
+		case why != "":
+			return fmt.Sprintf("ClusterQueue %s is inactive: AdmissionCheck %s is not active: %s", obj.Name, name, why)
+		}
+	}
+	return ""
 }
 
 func withPreemptionDefaults(p berthv1alpha1.ClusterQueuePreemption) berthv1alpha1.ClusterQueuePreemption {

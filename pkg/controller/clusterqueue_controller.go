@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +21,7 @@ import (
 	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // ResourceInUseFinalizer keeps a ClusterQueue while workloads hold its
@@ -144,6 +148,24 @@ func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.Cl
 			} else if err != nil {
 				return st, err
 			}
+		}
+	}
+	for _, check := range workload.ChecksNamed(cq) {
+		ac := &berthv1alpha1.AdmissionCheck{}
+		err := r.client.Get(ctx, types.NamespacedName{Name: string(check)}, ac)
+		if apierrors.IsNotFound(err) {
+			st.checkReason, st.checkMessage = berthv1alpha1.ReasonAdmissionCheckNotFound, fmt.Sprintf("AdmissionCheck %s named in spec does not exist", check)
+			break
+		} else if err != nil {
+			return st, err
+		}
+		if c := meta.FindStatusCondition(ac.Status.Conditions, berthv1alpha1.ConditionActive); c == nil || c.Status != metav1.ConditionTrue {
+			why := "its controller has not said it is active"
+			if c != nil {
+				why = c.Message
+			}
+			st.checkReason, st.checkMessage = berthv1alpha1.ReasonAdmissionCheckInactive, fmt.Sprintf("AdmissionCheck %s is not active: %s", check, why)
+			break
 		}
 	}
 	name := berthv1alpha1.ClusterQueueReference(cq.Name)

@@ -25,6 +25,9 @@ type queueState struct {
 	// missingFlavors are the ResourceFlavors the queue names that do not
 	// exist.
 	missingFlavors []string
+	// checkReason and checkMessage say why an admission check the queue
+	// names keeps it inactive; empty when none does.
+	checkReason, checkMessage string
 	// terminating is true while the queue is being deleted.
 	terminating bool
 	// cohortCycle is the cycle of parentName links above the queue, if
@@ -67,6 +70,8 @@ func clusterQueueActive(cq *berthv1alpha1.ClusterQueue, st queueState) metav1.Co
 	case len(st.missingFlavors) > 0:
 		return inactive(berthv1alpha1.ReasonFlavorNotFound,
 			fmt.Sprintf("ResourceFlavor %s named in spec.resourceGroups does not exist", strings.Join(st.missingFlavors, ", ")))
+	case st.checkReason != "":
+		return inactive(st.checkReason, st.checkMessage)
 	case st.cohortCycle != "":
 		return inactive(berthv1alpha1.ReasonCohortCycle,
 			fmt.Sprintf("The parentName links of the cohorts above it form a cycle (%s): quota cannot flow around a loop; change one cohort's spec.parentName", st.cohortCycle))

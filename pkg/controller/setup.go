@@ -77,6 +77,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 			pacer: newStatusPacer(budget), seen: map[types.NamespacedName]int64{},
 		},
 		&ResourceFlavorReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
+		&AdmissionCheckReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
 		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
 		&WorkloadPriorityClassReconciler{client: cl, notifier: n},
 		&NamespaceReconciler{client: cl, workloads: queueWorkloads.Each, notifier: n},

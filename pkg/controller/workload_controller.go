@@ -223,6 +223,9 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 		}
 		return r.requeue(ctx, wl)
 	}
+	if done, err := r.followChecks(ctx, wl); done || err != nil {
+		return ctrl.Result{}, err
+	}
 	reason, msg, after, err := r.evictionReason(ctx, wl)
 	if err != nil || reason == "" {
 		return ctrl.Result{RequeueAfter: after}, err
@@ -233,6 +236,35 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), reason, msg)
 	metrics.EvictedWorkloads.WithLabelValues(string(wl.Status.Admission.ClusterQueue), reason).Inc()
 	return ctrl.Result{}, nil
+}
+
+// followChecks acts on the admission checks of a workload holding quota:
+// one that is Rejected or asks to Retry evicts it (the requeue then
+// deactivates it or waits as the check says, see workload.NextRequeue);
+// once all are Ready it is admitted. It reports whether it wrote.
+func (r *WorkloadReconciler) followChecks(ctx context.Context, wl *berthv1alpha1.Workload) (bool, error) {
+	if len(wl.Status.AdmissionChecks) == 0 {
+		return false, nil
+	}
+	cq := wl.Status.Admission.ClusterQueue
+	if c := workload.FailedCheck(wl); c != nil {
+		msg := workload.CheckFailureMessage(c)
+		if _, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Evict(berthv1alpha1.ReasonAdmissionCheck, msg)); err != nil {
+			return true, err
+		}
+		r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", cq, berthv1alpha1.ReasonAdmissionCheck, msg)
+		metrics.EvictedWorkloads.WithLabelValues(string(cq), berthv1alpha1.ReasonAdmissionCheck).Inc()
+		return true, nil
+	}
+	if workload.IsAdmitted(wl) || !workload.ChecksReady(wl) {
+		return false, nil
+	}
+	if _, err := workloadwriter.Apply(ctx, r.writer, wl, workload.AdmitChecked()); err != nil {
+		return true, err
+	}
+	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Admit", "%s", workload.AdmittedMessage(wl, wl.Status.Admission, time.Now()))
+	metrics.AdmittedWorkloads.WithLabelValues(string(cq)).Inc()
+	return true, nil
 }
 
 // runByIntegration reports whether a job integration runs the workload:
@@ -271,7 +303,7 @@ func (r *WorkloadReconciler) evictionReason(ctx context.Context, wl *berthv1alph
 
 func (r *WorkloadReconciler) podsReadyTimedOut(wl *berthv1alpha1.Workload) (string, string, time.Duration, error) {
 	admitted := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted)
-	if r.podsReadyTimeout <= 0 || admitted == nil || workload.IsConditionTrue(wl, berthv1alpha1.WorkloadPodsReady) {
+	if r.podsReadyTimeout <= 0 || !workload.IsAdmitted(wl) || workload.IsConditionTrue(wl, berthv1alpha1.WorkloadPodsReady) {
 		return "", "", 0, nil
 	}
 	if left := r.podsReadyTimeout - time.Since(admitted.LastTransitionTime.Time); left > 0 {

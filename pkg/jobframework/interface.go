@@ -80,4 +80,8 @@ type PodSetInfo struct {
 	Labels map[string]string
 	// Annotations are the template's annotations.
 	Annotations map[string]string
+	// CheckLabels and CheckAnnotations are what admission checks add to
+	// the pods (already in Labels and Annotations), for integrations that
+	// take only Berth's own from those.
+	CheckLabels, CheckAnnotations map[string]string
 }

@@ -61,9 +61,49 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 			maps.Copy(info.NodeSelector, rf.Spec.NodeLabels)
 			info.Tolerations = AppendMissingTolerations(info.Tolerations, rf.Spec.Tolerations)
 		}
+		addCheckUpdates(&info, wl)
 		infos = append(infos, info)
 	}
 	return infos, nil
+}
+
+// addCheckUpdates adds to info what the workload's admission checks add to
+// the pods of its podset.
+func addCheckUpdates(info *PodSetInfo, wl *berthv1alpha1.Workload) {
+	for _, c := range wl.Status.AdmissionChecks {
+		for _, u := range c.PodSetUpdates {
+			if u.Name != info.Name {
+				continue
+			}
+			info.CheckLabels = MergeMaps(info.CheckLabels, u.Labels)
+			info.CheckAnnotations = MergeMaps(info.CheckAnnotations, u.Annotations)
+			maps.Copy(info.Labels, u.Labels)
+			maps.Copy(info.Annotations, u.Annotations)
+			if len(u.NodeSelector) > 0 {
+				info.NodeSelector = MergeMaps(info.NodeSelector, u.NodeSelector)
+			}
+			info.Tolerations = AppendMissingTolerations(info.Tolerations, u.Tolerations)
+		}
+	}
+}
+
+// MergeMaps copies add into m, made if nil, and returns m.
+func MergeMaps(m, add map[string]string) map[string]string {
+	if len(add) == 0 {
+		return m
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	maps.Copy(m, add)
+	return m
+}
+
+// AdmittedPodSets is how each podset of an admitted workload runs (see
+// admittedInfos): for what needs the pods as they will be, such as the
+// ProvisioningRequests of admission checks.
+func AdmittedPodSets(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workload) ([]PodSetInfo, error) {
+	return admittedInfos(ctx, c, wl)
 }
 
 // originalInfos is how each podset runs before admission, as the

@@ -39,6 +39,8 @@ import (
 // is suspended first and its template restored once it is.
 func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
 	admitted := workload.IsAdmitted(wl) && wl.Status.Admission != nil
+	// reserved holds quota, admitted or waiting on admission checks.
+	reserved := workload.HasQuotaReservation(wl) && wl.Status.Admission != nil
 	evicted := workload.IsEvicted(wl)
 	podSets, errs := podSetsOf(job)
 	if len(errs) > 0 {
@@ -77,7 +79,7 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 				"The group's pods changed after its Workload was admitted: "+diff))
 		}
 		return ctrl.Result{}, r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
-	case admitted && evicted:
+	case reserved && evicted:
 		return r.release(ctx, job, wl)
 	case admitted:
 		diff := ""

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	autoscalingv1 "github.com/berth-dev/berth/apis/autoscaling/v1"
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/applier"
@@ -21,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
+	"github.com/berth-dev/berth/pkg/provisioning"
 	"github.com/berth-dev/berth/pkg/queue"
 	"github.com/berth-dev/berth/pkg/scheduler"
 )
@@ -49,6 +51,9 @@ type Options struct {
 // AddToScheme adds Berth's kinds and the enabled frameworks' kinds.
 func AddToScheme(scheme *runtime.Scheme, integrations []string) error {
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := autoscalingv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	enabled, err := jobframework.Enabled(integrations)
@@ -109,6 +114,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := controller.Setup(ctx, mgr, engine, ctrlOpts); err != nil {
 		return err
 	}
+	if err := provisioning.Setup(mgr, writer); err != nil {
+		return fmt.Errorf("setting up the provisioning admission check: %w", err)
+	}
 	jobOpts := opts.Jobs
 	jobOpts.Writer = writer
 	if jobOpts.ControllerUsername, err = whoAmI(ctx, mgr); err != nil {
@@ -126,7 +134,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.FairSharing {
 		schedOpts = append(schedOpts, scheduler.WithFairSharing(opts.FairStrategies...))
 	}
-	sched := scheduler.New(c, q, applier.New(writer, recorder, pending), schedOpts...)
+	cqOf := func(ctx context.Context, name berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error) {
+		cq := &berthv1alpha1.ClusterQueue{}
+		// Read only: the informer cache's own object.
+		return cq, mgr.GetClient().Get(ctx, client.ObjectKey{Name: string(name)}, cq, client.UnsafeDisableDeepCopy)
+	}
+	sched := scheduler.New(c, q, applier.New(writer, recorder, pending, cqOf), schedOpts...)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
 		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {
@@ -154,13 +167,17 @@ func prime(ctx context.Context, c client.Reader, engine *cache.Cache, queues *qu
 	cqs := &berthv1alpha1.ClusterQueueList{}
 	wls := &berthv1alpha1.WorkloadList{}
 	lqs := &berthv1alpha1.LocalQueueList{}
-	for _, list := range []client.ObjectList{flavors, cohorts, cqs, wls, lqs} {
+	checks := &berthv1alpha1.AdmissionCheckList{}
+	for _, list := range []client.ObjectList{flavors, cohorts, cqs, wls, lqs, checks} {
 		if err := c.List(ctx, list); err != nil {
 			return fmt.Errorf("loading the quota in use: %w", err)
 		}
 	}
 	for i := range flavors.Items {
 		engine.AddOrUpdateResourceFlavor(&flavors.Items[i])
+	}
+	for i := range checks.Items {
+		engine.AddOrUpdateAdmissionCheck(&checks.Items[i])
 	}
 	for i := range cohorts.Items {
 		engine.AddOrUpdateCohort(&cohorts.Items[i])

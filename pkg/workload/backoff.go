@@ -42,6 +42,9 @@ type RequeueDecision struct {
 // that the same workload at the same count always waits as long.
 func NextRequeue(wl *berthv1alpha1.Workload, b Backoff, now time.Time) RequeueDecision {
 	ev := FindCondition(wl, berthv1alpha1.WorkloadEvicted)
+	if ev != nil && ev.Reason == berthv1alpha1.ReasonAdmissionCheck {
+		return checkRequeue(wl, now)
+	}
 	if ev == nil || !backedOff[ev.Reason] || b.Base <= 0 {
 		return RequeueDecision{}
 	}
@@ -70,6 +73,23 @@ func NextRequeue(wl *berthv1alpha1.Workload, b Backoff, now time.Time) RequeueDe
 	wait += time.Duration(int64(h.Sum32()%1000) * int64(wait) / 10000)
 	at := now.Add(wait).Truncate(time.Second)
 	return RequeueDecision{At: &at}
+}
+
+// checkRequeue is how a workload evicted by an admission check goes back:
+// deactivated, with the check's message, if one rejected it; after the
+// wait a check that asks to retry names, otherwise.
+func checkRequeue(wl *berthv1alpha1.Workload, now time.Time) RequeueDecision {
+	c := FailedCheck(wl)
+	switch {
+	case c == nil:
+		return RequeueDecision{}
+	case c.State == berthv1alpha1.CheckStateRejected:
+		return RequeueDecision{Deactivate: CheckFailureMessage(c) + ". Set spec.active to true to queue it again"}
+	case c.RequeueAfterSeconds != nil && *c.RequeueAfterSeconds > 0:
+		at := now.Add(time.Duration(*c.RequeueAfterSeconds) * time.Second).Truncate(time.Second)
+		return RequeueDecision{At: &at}
+	}
+	return RequeueDecision{}
 }
 
 // WaitingForBackoff reports until when wl waits before it is queued again,

@@ -26,18 +26,26 @@ import (
 // requeued in the same write that evicts it.
 type Change func(wl *berthv1alpha1.Workload) bool
 
-// Admit reserves quota for the workload in adm's ClusterQueue and admits it.
-// A workload admitted again after an eviction is no longer evicted: the
-// Evicted, Preempted and Requeued conditions stay, False, with when and why
-// they last were True in their lastTransitionTime.
-func Admit(adm *berthv1alpha1.Admission) Change {
+// Admit reserves quota for the workload in adm's ClusterQueue and admits it
+// or, when the queue has admission checks for it, sets them Pending: it is
+// admitted once they are all Ready (AdmitChecked). A workload admitted
+// again after an eviction is no longer evicted: the Evicted, Preempted and
+// Requeued conditions stay, False, with when and why they last were True
+// in their lastTransitionTime.
+func Admit(adm *berthv1alpha1.Admission, checks ...berthv1alpha1.AdmissionCheckReference) Change {
 	return func(wl *berthv1alpha1.Workload) bool {
 		changed := !equality.Semantic.DeepEqual(wl.Status.Admission, adm)
 		wl.Status.Admission = adm
 		reserved := fmt.Sprintf("Quota reserved in ClusterQueue %s", adm.ClusterQueue)
 		changed = SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, berthv1alpha1.ReasonQuotaReserved, reserved) || changed
-		changed = SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, berthv1alpha1.ReasonAdmitted,
-			fmt.Sprintf("Admitted by ClusterQueue %s", adm.ClusterQueue)) || changed
+		changed = setChecksPending(wl, checks, "") || changed
+		if len(checks) > 0 {
+			changed = SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending,
+				fmt.Sprintf("Quota reserved in ClusterQueue %s; waiting for admission checks %s", adm.ClusterQueue, checkNames(wl))) || changed
+		} else {
+			changed = SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, berthv1alpha1.ReasonAdmitted,
+				fmt.Sprintf("Admitted by ClusterQueue %s", adm.ClusterQueue)) || changed
+		}
 		for _, typ := range []string{berthv1alpha1.WorkloadEvicted, berthv1alpha1.WorkloadPreempted, berthv1alpha1.WorkloadRequeued} {
 			if FindCondition(wl, typ) != nil {
 				changed = SetCondition(wl, typ, metav1.ConditionFalse, berthv1alpha1.ReasonAdmitted, reserved) || changed
@@ -84,6 +92,8 @@ func Requeue(d RequeueDecision) Change {
 		}
 		wl.Status.Admission = nil
 		msg := fmt.Sprintf("Requeued after eviction (%s): %s", reason, why)
+		// The next reservation is checked afresh.
+		wl.Status.AdmissionChecks = nil
 		if d.At != nil {
 			msg += fmt.Sprintf("; it waits until %s before it is considered again", d.At.UTC().Format(time.RFC3339))
 		}

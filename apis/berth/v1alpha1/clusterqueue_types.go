@@ -141,6 +141,7 @@ type FlavorFungibility struct {
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.cohortName) && size(self.cohortName) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit))))",message="spec.resourceGroups[].flavors[].resources[].borrowingLimit may only be set when spec.cohortName is set"
 // +kubebuilder:validation:XValidation:rule="(has(self.cohortName) && size(self.cohortName) > 0) || !has(self.resourceGroups) || self.resourceGroups.all(g, g.flavors.all(f, f.resources.all(r, !has(r.lendingLimit))))",message="spec.resourceGroups[].flavors[].resources[].lendingLimit may only be set when spec.cohortName is set"
+// +kubebuilder:validation:XValidation:rule="!(has(self.admissionChecks) && size(self.admissionChecks) > 0 && has(self.admissionChecksStrategy))",message="spec.admissionChecks and spec.admissionChecksStrategy may not both be set"
 type ClusterQueueSpec struct {
 	// ResourceGroups is the queue's quota.
 	//
@@ -204,6 +205,21 @@ type ClusterQueueSpec struct {
 	//
 	// +optional
 	AdmissionScope *AdmissionScope `json:"admissionScope,omitempty"`
+
+	// AdmissionChecks are checks that every workload of the queue must
+	// pass, once its quota is reserved, before it is admitted.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	AdmissionChecks []AdmissionCheckReference `json:"admissionChecks,omitempty"`
+
+	// AdmissionChecksStrategy names checks that apply to the workloads
+	// admitted in some flavors only. At most one of admissionChecks and
+	// admissionChecksStrategy may be set.
+	//
+	// +optional
+	AdmissionChecksStrategy *AdmissionChecksStrategy `json:"admissionChecksStrategy,omitempty"`
 }
 
 // ResourceUsage is the amount of one resource a queue uses.

@@ -133,6 +133,16 @@ const (
 	// become ready in time.
 	ReasonPodsReadyTimeout = "PodsReadyTimeout"
 
+	// ReasonAdmissionCheck is the Evicted reason when an admission check
+	// asks for a retry or rejects the workload.
+	ReasonAdmissionCheck = "AdmissionCheck"
+
+	// ReasonAdmissionCheckNotFound and ReasonAdmissionCheckInactive are
+	// the reasons of a ClusterQueue's Active=False when a check it names
+	// does not exist or is not active.
+	ReasonAdmissionCheckNotFound = "AdmissionCheckNotFound"
+	ReasonAdmissionCheckInactive = "AdmissionCheckInactive"
+
 	// ReasonInClusterQueue is the Preempted reason when the preemptor is in
 	// the same ClusterQueue.
 	ReasonInClusterQueue = "InClusterQueue"

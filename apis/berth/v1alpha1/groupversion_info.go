@@ -1,6 +1,7 @@
 // Package v1alpha1 holds the berth.dev/v1alpha1 API: the kinds that admins
 // and users apply (ResourceFlavor, ClusterQueue, Cohort, LocalQueue,
-// WorkloadPriorityClass) and the Workload that Berth admits.
+// WorkloadPriorityClass, AdmissionCheck, ProvisioningRequestConfig) and the
+// Workload that Berth admits.
 //
 // It holds types, validation markers and constants only, and imports
 // nothing above apimachinery and k8s.io/api.
@@ -34,6 +35,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&LocalQueue{}, &LocalQueueList{},
 		&Workload{}, &WorkloadList{},
 		&WorkloadPriorityClass{}, &WorkloadPriorityClassList{},
+		&AdmissionCheck{}, &AdmissionCheckList{},
+		&ProvisioningRequestConfig{}, &ProvisioningRequestConfigList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

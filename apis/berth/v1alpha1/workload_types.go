@@ -151,6 +151,16 @@ type WorkloadStatus struct {
 	//
 	// +optional
 	RequeueState *RequeueState `json:"requeueState,omitempty"`
+
+	// AdmissionChecks are the states of the checks of the ClusterQueue
+	// that reserved quota for the workload: it is admitted once all are
+	// Ready.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	AdmissionChecks []AdmissionCheckState `json:"admissionChecks,omitempty"`
 }
 
 // Workload is one unit of admission: the pods of one Job or JobSet. Berth

@@ -187,10 +187,12 @@ func (p *Pod) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
 	if len(p.Spec.SchedulingGates) == 0 {
 		p.Spec.SchedulingGates = nil
 	}
-	p.Spec.NodeSelector = merged(p.Spec.NodeSelector, info.NodeSelector)
+	p.Spec.NodeSelector = jobframework.MergeMaps(p.Spec.NodeSelector, info.NodeSelector)
 	p.Spec.Tolerations = jobframework.AppendMissingTolerations(p.Spec.Tolerations, info.Tolerations)
-	p.Labels = merged(p.Labels, admissionOnly(info.Labels, admissionLabels))
-	p.Annotations = merged(p.Annotations, admissionOnly(info.Annotations, admissionAnnotations))
+	p.Labels = jobframework.MergeMaps(p.Labels, admissionOnly(info.Labels, admissionLabels))
+	p.Annotations = jobframework.MergeMaps(p.Annotations, admissionOnly(info.Annotations, admissionAnnotations))
+	p.Labels = jobframework.MergeMaps(p.Labels, info.CheckLabels)
+	p.Annotations = jobframework.MergeMaps(p.Annotations, info.CheckAnnotations)
 	return nil
 }
 
@@ -211,17 +213,6 @@ func admissionOnly(m map[string]string, keys []string) map[string]string {
 		}
 	}
 	return out
-}
-
-func merged(into, from map[string]string) map[string]string {
-	if len(from) == 0 {
-		return into
-	}
-	if into == nil {
-		into = make(map[string]string, len(from))
-	}
-	maps.Copy(into, from)
-	return into
 }
 
 // RestorePodSetsInfo changes nothing: a pod cannot take back what its

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	autoscalingv1 "github.com/berth-dev/berth/apis/autoscaling/v1"
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
 
@@ -105,7 +106,12 @@ func Start(opts ...Option) (*Server, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		CRDDirectoryPaths: []string{
+			filepath.Join(RepoRoot(), "config", "crd", "bases"),
+			// What cluster-autoscaler installs: Berth's admission checks
+			// create ProvisioningRequests.
+			filepath.Join(RepoRoot(), "config", "components", "provisioningrequest"),
+		},
 		ErrorIfCRDPathMissing: true,
 	}
 	for _, opt := range opts {
@@ -184,10 +190,14 @@ func (s *Server) Kubectl(ctx context.Context, args ...string) (string, string, e
 	return stdout.String(), stderr.String(), err
 }
 
-// Scheme knows the built-in kinds, Berth's and JobSet's.
+// Scheme knows the built-in kinds, Berth's, JobSet's and the
+// ProvisioningRequest.
 func Scheme() (*k8sruntime.Scheme, error) {
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := autoscalingv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {

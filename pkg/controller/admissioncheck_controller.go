@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/util/shutdown"
+	"github.com/berth-dev/berth/pkg/workload"
+)
+
+// AdmissionCheckReconciler gives the engine whether each AdmissionCheck is
+// active: a ClusterQueue that names a missing or inactive check reserves
+// no quota, and says why in its Active condition. Whether a check is
+// active is its controller's to say (for Berth's own, package
+// provisioning).
+type AdmissionCheckReconciler struct {
+	client   client.Client
+	cache    *cache.Cache
+	queues   *queue.Manager
+	notifier *StatusNotifier
+}
+
+// SetupWithManager registers the reconciler with mgr.
+func (r *AdmissionCheckReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("admissioncheck").For(&berthv1alpha1.AdmissionCheck{}).
+		Complete(shutdown.UntilStopped(r))
+}
+
+// Reconcile syncs one AdmissionCheck.
+func (r *AdmissionCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ac := &berthv1alpha1.AdmissionCheck{}
+	err := r.client.Get(ctx, req.NamespacedName, ac)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.cache.DeleteAdmissionCheck(berthv1alpha1.AdmissionCheckReference(req.Name))
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		r.cache.AddOrUpdateAdmissionCheck(ac)
+	}
+	cqs := &berthv1alpha1.ClusterQueueList{}
+	if err := r.client.List(ctx, cqs); err != nil {
+		return ctrl.Result{}, err
+	}
+	name := berthv1alpha1.AdmissionCheckReference(req.Name)
+	for i := range cqs.Items {
+		if cq := &cqs.Items[i]; slices.Contains(workload.ChecksNamed(cq), name) {
+			r.queues.QueueInadmissible(berthv1alpha1.ClusterQueueReference(cq.Name))
+			r.notifier.ClusterQueueChanged(berthv1alpha1.ClusterQueueReference(cq.Name))
+		}
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,31 @@
+package provisioning
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	autoscalingv1 "github.com/berth-dev/berth/apis/autoscaling/v1"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
+)
+
+// Setup registers the check's reconcilers with mgr. A cluster that does
+// not serve ProvisioningRequests (no cluster-autoscaler installed its CRD)
+// gets none of the requests' reconciler, and its checks of
+// berth.dev/provisioning-request are inactive, saying so.
+func Setup(mgr ctrl.Manager, w workloadwriter.Writer) error {
+	checks := &CheckReconciler{client: mgr.GetClient()}
+	gvk := autoscalingv1.GroupVersion.WithKind("ProvisioningRequest")
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if !meta.IsNoMatchError(err) {
+			return fmt.Errorf("looking up the ProvisioningRequest API: %w", err)
+		}
+		checks.missingCRD = "the cluster does not serve ProvisioningRequests (autoscaling.x-k8s.io/v1): install cluster-autoscaler's CRD and restart Berth"
+		return checks.SetupWithManager(mgr)
+	}
+	if err := checks.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&RequestReconciler{client: mgr.GetClient(), writer: w}).SetupWithManager(mgr)
+}
