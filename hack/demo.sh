@@ -131,6 +131,15 @@ readmission() {
 # readmitted N waits until the preempted workload is admitted again.
 readmitted() { poll "the preempted workload's new admission" readmission "$1"; }
 
+# exists KIND NAME... says whether the object exists.
+exists() { kubectl get "$@" >/dev/null 2>&1; }
+
+# on_cloud JOB N says whether N pods of the job run on nodes the
+# autoscaler added.
+on_cloud() {
+	[[ $(kubectl get pods -l job-name="$1" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c '^cloud-') == "$2" ]]
+}
+
 # why JOB prints why the job's Workload waits.
 why() {
 	echo "$1 waits: $(kubectl get wl "$(workload_of "$1")" -o jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].message}')"
@@ -195,6 +204,20 @@ show get pods -l app=chat -o custom-columns='POD:.metadata.name,NODE:.spec.nodeN
 gated=$(kubectl get pods -l app=chat -o jsonpath='{range .items[?(@.spec.schedulingGates[0].name=="berth.dev/admission")]}{.metadata.name}{"\n"}{end}' | head -1)
 echo "\$ kubectl berth why pod/$gated"
 "$ROOT/bin/kubectl-berth" why "pod/$gated" -n default
+
+step "Capacity from the cloud: a queue of 16 cloud H100 GPUs and no such node; a job waits on its admission check while the cluster autoscaler (here its test double) adds nodes"
+kubectl apply -f "$ROOT/config/samples/cloud" >/dev/null
+echo "applied config/samples/cloud: flavor cloud-h100, its ProvisioningRequestConfig and AdmissionCheck, ClusterQueue cloud, LocalQueue cloud"
+job finetune cloud research 2 8
+wait_for finetune QuotaReserved
+finetune=$(workload_of finetune)
+echo "finetune: quota reserved; check $(kubectl get wl "$finetune" -o jsonpath='{.status.admissionChecks[0].name}: {.status.admissionChecks[0].state}, {.status.admissionChecks[0].message}')"
+poll "a ProvisioningRequest for finetune" exists provreq "$finetune-cloud-h100-1" -n default
+show get provreq -n default
+wait_for finetune Admitted
+show get nodes -l autoscaling.x-k8s.io/provisioning-request
+poll "finetune's pods on the new nodes" on_cloud finetune 2
+show get pods -l job-name=finetune -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,REQUEST:.metadata.annotations.autoscaling\.x-k8s\.io/consume-provisioning-request'
 
 step "The cluster is up"
 echo "Use it:   export KUBECONFIG=$KUBECONFIG"

@@ -72,5 +72,13 @@ wait_for --for=condition=Ready node --all
 "$ROOT/hack/local-controller.sh" lws
 "$ROOT/hack/local-berth.sh"
 
+# The test double of cluster-autoscaler (test/autoscalerdouble): it answers
+# ProvisioningRequests with kwok nodes.
+mkdir -p "$OUT/autoscalerdouble"
+(cd "$ROOT" && go build -o bin/autoscalerdouble ./test/autoscalerdouble)
+(cd "$ROOT" && exec nohup bin/autoscalerdouble --kubeconfig "$KUBECONFIG" >>"$OUT/autoscalerdouble/autoscalerdouble.log" 2>&1) &
+echo $! >"$OUT/autoscalerdouble/pid"
+echo "local-up: started the test double of cluster-autoscaler; its log is ${OUT#"$ROOT"/}/autoscalerdouble/autoscalerdouble.log"
+
 echo "local-up: the cluster is up; logs are under ${OUT#"$ROOT"/}/kwok/clusters/$CLUSTER/logs"
 echo "export KUBECONFIG=$KUBECONFIG"

@@ -130,15 +130,13 @@ func TestAdmissionCheckStates(t *testing.T) {
 	mustCreate(t, other)
 	workloadOf(t, other, "the second job's check pending", checkIs(check, berthv1alpha1.CheckStatePending))
 	setCheck(t, other, check, berthv1alpha1.CheckStateRejected, "no such machines", nil)
-	wl = workloadOf(t, other, "deactivated by the rejection", func(wl *berthv1alpha1.Workload) error {
-		if workload.IsActive(wl) || workload.HasQuotaReservation(wl) {
-			return fmt.Errorf("active %v, holding quota %v; conditions %v", workload.IsActive(wl), workload.HasQuotaReservation(wl), wl.Status.Conditions)
+	workloadOf(t, other, "deactivated by the rejection, saying why", func(wl *berthv1alpha1.Workload) error {
+		c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved)
+		if workload.IsActive(wl) || c == nil || c.Status != metav1.ConditionFalse || !contains(c.Message, "Rejected by admission check "+check+": no such machines") {
+			return fmt.Errorf("active %v; QuotaReserved %+v", workload.IsActive(wl), c)
 		}
 		return nil
 	})
-	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c == nil || !contains(c.Message, "Rejected by admission check "+check+": no such machines") {
-		t.Errorf("QuotaReserved %+v, want the rejection's message", c)
-	}
 }
 
 // provisioningCheck makes an AdmissionCheck of Berth's with a
@@ -272,13 +270,11 @@ func TestProvisioningRequestCheck(t *testing.T) {
 		})
 		setRequest(t, ns, name, autoscalingv1.Failed, "out of H100s in the zone")
 	}
-	wl2 = workloadOf(t, second, "rejected after its one retry", func(wl *berthv1alpha1.Workload) error {
-		if workload.IsActive(wl) {
-			return fmt.Errorf("still active; conditions %v", wl.Status.Conditions)
+	workloadOf(t, second, "rejected after its one retry, saying why", func(wl *berthv1alpha1.Workload) error {
+		c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved)
+		if workload.IsActive(wl) || c == nil || c.Status != metav1.ConditionFalse || !contains(c.Message, "out of H100s in the zone") {
+			return fmt.Errorf("active %v; QuotaReserved %+v", workload.IsActive(wl), c)
 		}
 		return nil
 	})
-	if c := workload.FindCondition(wl2, berthv1alpha1.WorkloadQuotaReserved); c == nil || !contains(c.Message, "out of H100s in the zone") {
-		t.Errorf("QuotaReserved %+v, want the request's message", c)
-	}
 }
