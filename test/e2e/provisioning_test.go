@@ -97,7 +97,9 @@ spec:
 	})
 
 	apply(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cloud-capacity, namespace: berth-system}\ndata: {outOfCapacity: \"true\"}\n")
-	t.Cleanup(func() { _, _ = kubectl(context.Background(), "", "delete", "configmap", "cloud-capacity", "-n", "berth-system") })
+	t.Cleanup(func() {
+		_, _ = kubectl(context.Background(), "", "delete", "configmap", "cloud-capacity", "-n", "berth-system")
+	})
 	e.job("unlucky", "main", "", 1, 8, "")
 	msg := e.waitPending("unlucky", "Rejected by admission check "+check, "failed, 2 failures, more than the 1 retries allowed", "out of capacity")
 	t.Logf("unlucky: %s", msg)
