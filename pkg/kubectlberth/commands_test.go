@@ -21,6 +21,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
@@ -152,6 +153,15 @@ spec:
 			Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
 		return append(objs, light, late)
 	}
+	// A workload holding quota in team-a that waits on its admission
+	// check.
+	checked := func(objs []client.Object) []client.Object {
+		wl := utiltesting.MakeWorkload("cloudy", "a").Queue("main").Request(1, "nvidia.com/gpu", "2").AdmittedIn("team-a", "h100").Obj()
+		workload.SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending, "waiting for admission checks")
+		wl.Status.AdmissionChecks = []berthv1alpha1.AdmissionCheckState{{Name: "cloud-h100", State: berthv1alpha1.CheckStatePending,
+			Message: "ProvisioningRequest cloudy-cloud-h100-1 accepted; waiting for the capacity"}}
+		return append(objs, wl)
+	}
 	cases := map[string]struct {
 		args    []string
 		mutate  func([]client.Object) []client.Object
@@ -164,6 +174,7 @@ spec:
 		"positions-localqueue-yaml":        {args: []string{"positions", "localqueue", "main", "-n", "a", "-o", "yaml"}},
 		"why-job":                          {args: []string{"why", "job/train", "-n", "a"}},
 		"why-job-json":                     {args: []string{"why", "job/train", "-n", "a", "-o", "json"}},
+		"why-waiting-on-checks":            {args: []string{"why", "workload/cloudy", "-n", "a"}, mutate: checked},
 		"why-inactive":                     {args: []string{"why", "workload/parked", "-n", "a"}},
 		"why-pod-of-a-group":               {args: []string{"why", "pod/serve-0", "-n", "a"}},
 		"usage":                            {args: []string{"usage"}},

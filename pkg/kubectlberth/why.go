@@ -28,6 +28,9 @@ const (
 	StateFinished = "Finished"
 	StateEvicted  = "Evicted"
 	StateInactive = "Inactive"
+	// StateQuotaReserved is a workload holding quota that waits on its
+	// admission checks.
+	StateQuotaReserved = "QuotaReserved"
 )
 
 // Why is the output of kubectl berth why.
@@ -222,6 +225,8 @@ func stateOf(cl *cluster, wl *berthv1alpha1.Workload) (string, string) {
 		return StateFinished, msgOf(berthv1alpha1.WorkloadFinished)
 	case workload.HasQuotaReservation(wl) && workload.IsEvicted(wl):
 		return StateEvicted, msgOf(berthv1alpha1.WorkloadEvicted)
+	case workload.HasQuotaReservation(wl) && !workload.IsAdmitted(wl) && len(wl.Status.AdmissionChecks) > 0:
+		return StateQuotaReserved, checksMessage(wl)
 	case workload.HasQuotaReservation(wl):
 		return StateAdmitted, msgOf(berthv1alpha1.WorkloadAdmitted)
 	case !workload.IsActive(wl):
@@ -231,6 +236,21 @@ func stateOf(cl *cluster, wl *berthv1alpha1.Workload) (string, string) {
 		return StatePending, orElse(waitingMessage(wl), p.notQueued)
 	}
 	return StatePending, orElse(waitingMessage(wl), "Waiting to be considered by the scheduler")
+}
+
+// checksMessage says which admission checks a workload holding quota
+// waits on, and what each said.
+func checksMessage(wl *berthv1alpha1.Workload) string {
+	parts := make([]string, 0, len(wl.Status.AdmissionChecks))
+	for _, c := range wl.Status.AdmissionChecks {
+		part := fmt.Sprintf("%s %s", c.Name, c.State)
+		if c.Message != "" {
+			part += ": " + c.Message
+		}
+		parts = append(parts, part)
+	}
+	return fmt.Sprintf("Quota reserved in ClusterQueue %s; admitted once every admission check is Ready: %s",
+		wl.Status.Admission.ClusterQueue, strings.Join(parts, "; "))
 }
 
 func orElse(s, alt string) string {
