@@ -364,6 +364,24 @@ func (c *Cache) ClusterQueueUsage(name berthv1alpha1.ClusterQueueReference) (usa
 	return usage, borrowed, len(st.workloads.m)
 }
 
+// AdmittedCount is how many of the workloads holding quota in a
+// ClusterQueue are admitted: the others wait on admission checks.
+func (c *Cache) AdmittedCount(name berthv1alpha1.ClusterQueueReference) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.in.states[name]
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, info := range st.workloads.m {
+		if len(info.Obj.Status.AdmissionChecks) == 0 || workload.IsAdmitted(info.Obj) {
+			n++
+		}
+	}
+	return n
+}
+
 // WeightedShare is a ClusterQueue's weighted share of what its cohort
 // lends (see berthv1alpha1.FairSharingStatus); 0 for one not cached.
 func (c *Cache) WeightedShare(name berthv1alpha1.ClusterQueueReference) int64 {

@@ -177,9 +177,9 @@ func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.Cl
 	}
 	active, inadmissible := r.queues.PendingCounts(name)
 	st.pending = int32(active + inadmissible)
-	// Quota is reserved and the workload admitted in one write, so the two
-	// counts are the same.
-	st.reserving, st.admitted = int32(n), int32(n)
+	// Without admission checks quota is reserved and the workload
+	// admitted in one write; with them, admission follows the checks.
+	st.reserving, st.admitted = int32(n), int32(r.cache.AdmittedCount(name))
 	setQueueMetrics(cq, active, inadmissible, n, usage)
 	return st, nil
 }

@@ -105,13 +105,16 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active metav1.Condition) error {
-	var pending, reserving int32
+	var pending, reserving, admitted int32
 	var admissions []*berthv1alpha1.Admission
 	err := r.workloads(lq.Namespace, lq.Name, func(wl *berthv1alpha1.Workload) {
 		switch {
 		case workload.IsFinished(wl):
 		case workload.HasQuotaReservation(wl):
 			reserving++
+			if workload.IsAdmitted(wl) {
+				admitted++
+			}
 			admissions = append(admissions, wl.Status.Admission)
 		default:
 			pending++
@@ -120,7 +123,7 @@ func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active me
 	if err != nil {
 		return err
 	}
-	lq.Status.PendingWorkloads, lq.Status.ReservingWorkloads, lq.Status.AdmittedWorkloads = pending, reserving, reserving
+	lq.Status.PendingWorkloads, lq.Status.ReservingWorkloads, lq.Status.AdmittedWorkloads = pending, reserving, admitted
 	lq.Status.FlavorsUsage = localQueueUsage(admissions)
 	lq.Status.FairSharing = r.queues.LocalQueueFairSharing(lq.Namespace + "/" + lq.Name)
 	setActiveCondition(&lq.Status.Conditions, lq.Generation, active)

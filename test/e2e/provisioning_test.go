@@ -32,7 +32,8 @@ func (e *env) cloudPods(ctx context.Context, job string) (int, string) {
 // against the test double of cluster-autoscaler in the local cluster: a
 // queue with quota in a flavor that has no node gets a ProvisioningRequest
 // per workload; nodes appear and the job's pods run on them, marked with
-// the request. Capacity revoked evicts the workload, which is queued again
+// the request, also when the controller is killed between the reservation
+// and the request's answer. Capacity revoked evicts the workload, which is queued again
 // and runs on nodes of a new request. Deleted, its requests and nodes go.
 // Out of capacity, a request fails, is retried after the backoff, fails
 // again and the workload is rejected, saying why.
@@ -59,6 +60,11 @@ spec:
 
 	e.job("finetune", "main", "", 2, 8, "")
 	e.waitCondition("finetune", "QuotaReserved", "True", "")
+	// Killed between the reservation and the check's result, the
+	// controller makes no second request when it comes back.
+	if err := crashAndRestart(); err != nil {
+		t.Fatal(err)
+	}
 	wl := e.workload(t.Context(), "finetune")
 	first := wl + "-" + check + "-1"
 	eventually(t, "finetune's 2 pods on 2 new nodes, using request "+first, 90*time.Second, func(ctx context.Context) error {
@@ -67,6 +73,9 @@ spec:
 		}
 		return nil
 	})
+	if out := get(t.Context(), "provreq", "-n", e.ns, "-o", "name"); strings.TrimSpace(out) != "provisioningrequest.autoscaling.x-k8s.io/"+first {
+		t.Errorf("requests after the crash: %q, want only %s", out, first)
+	}
 
 	revoked := `[{"op":"add","path":"/status/conditions/-","value":{"type":"CapacityRevoked","status":"True","reason":"Revoked","message":"the zone is being drained","lastTransitionTime":"2026-01-01T00:00:00Z"}}]`
 	if _, err := kubectl(t.Context(), "", "patch", "provreq", first, "-n", e.ns, "--subresource=status", "--type=json", "-p", revoked); err != nil {
