@@ -201,7 +201,10 @@ job pretrain training research 8 2 h100
 wait_for pretrain Admitted
 poll "8 replicas of chat running and 4 gated" replicas chat 8 4
 show get pods -l app=chat -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,GATES:.spec.schedulingGates[*].name'
-gated=$(kubectl get pods -l app=chat -o jsonpath='{range .items[?(@.spec.schedulingGates[0].name=="berth.dev/admission")]}{.metadata.name}{"\n"}{end}' | head -1)
+# The first gated pod, cut in the shell: a pipe into head would end kubectl
+# with SIGPIPE, which pipefail turns into the demo's failure.
+gated=$(kubectl get pods -l app=chat -o jsonpath='{range .items[?(@.spec.schedulingGates[0].name=="berth.dev/admission")]}{.metadata.name}{"\n"}{end}')
+gated=${gated%%$'\n'*}
 echo "\$ kubectl berth why pod/$gated"
 "$ROOT/bin/kubectl-berth" why "pod/$gated" -n default
 
