@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,10 +70,20 @@ type pendingMessages interface {
 // when none is left.
 func (r *WorkloadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("workload").For(&berthv1alpha1.Workload{}).
+		// A deleted Workload is gone when it is reconciled: its LocalQueue
+		// is told from the event, which still holds it.
+		Watches(&berthv1alpha1.Workload{}, handler.Funcs{DeleteFunc: r.deleted}).
 		WatchesRawSource(delayed(r.status.workloads, 0)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(workloadOfPod), builder.WithPredicates(podEnded)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.concurrency, 1)}).
 		Complete(shutdown.UntilStopped(r))
+}
+
+// deleted has the status of a deleted Workload's LocalQueue written again.
+func (r *WorkloadReconciler) deleted(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if wl, ok := e.Object.(*berthv1alpha1.Workload); ok {
+		r.status.WorkloadChanged(wl)
+	}
 }
 
 // Reconcile brings the engine's view of one Workload up to date.
@@ -118,14 +129,18 @@ func (r *WorkloadReconciler) forgetOnceStopped(ctx context.Context, key types.Na
 	return ctrl.Result{}, nil
 }
 
-// forget drops a workload from the engine and wakes the workloads waiting
-// for the quota it held.
+// forget drops a workload from the engine, wakes the workloads waiting for
+// the quota it held, and has the statuses of the ClusterQueues that counted
+// it written again: a deleted Workload's last event may be this one.
 func (r *WorkloadReconciler) forget(key string) {
 	if ns, name, ok := strings.Cut(key, "/"); ok {
 		r.pending.Forget(types.NamespacedName{Namespace: ns, Name: name})
 	}
-	r.queues.DeleteWorkload(key)
+	if cq := r.queues.DeleteWorkload(key); cq != "" {
+		r.status.ClusterQueueChanged(cq)
+	}
 	if cq := r.cache.DeleteWorkload(key); cq != "" {
+		r.status.ClusterQueueChanged(cq)
 		r.queues.QueueInadmissible(cq)
 	}
 }
@@ -152,6 +167,7 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 	if cq := r.cache.DeleteWorkload(key); cq != "" {
 		// It held quota until now: an eviction completed.
 		log.V(2).Info("Released the quota of a requeued workload", "clusterQueue", cq)
+		r.status.ClusterQueueChanged(cq)
 		r.queues.QueueInadmissible(cq)
 	}
 	if done, err := r.holdInactive(ctx, wl); done || err != nil {

@@ -236,17 +236,20 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 	return nil
 }
 
-// DeleteWorkload drops a workload, whatever its state.
-func (m *Manager) DeleteWorkload(key string) {
+// DeleteWorkload drops a workload, whatever its state, and returns the
+// ClusterQueue that queued it, empty if none.
+func (m *Manager) DeleteWorkload(key string) berthv1alpha1.ClusterQueueReference {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.removeLocked(key)
+	return m.removeLocked(key)
 }
 
-func (m *Manager) removeLocked(key string) {
+// removeLocked drops the workload with key from its queue and returns the
+// queue, empty if it held none.
+func (m *Manager) removeLocked(key string) berthv1alpha1.ClusterQueueReference {
 	name, ok := m.where[key]
 	if !ok {
-		return
+		return ""
 	}
 	delete(m.where, key)
 	if q := m.queues[name]; q != nil {
@@ -254,6 +257,7 @@ func (m *Manager) removeLocked(key string) {
 		delete(q.inFlight, key)
 		delete(q.told, key)
 	}
+	return name
 }
 
 // QueueInadmissible re-activates the set-aside workloads of cq and of every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -65,6 +66,51 @@ func TestLocalQueueHoldAndDrainEvicts(t *testing.T) {
 		c := meta.FindStatusCondition(lq.Status.Conditions, berthv1alpha1.ConditionActive)
 		if c == nil || c.Reason != berthv1alpha1.ReasonStopped {
 			return fmt.Errorf("want Active reason Stopped, conditions %v", lq.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+// TestQueueStatusForgetsDeletedWorkloads deletes a queue's last workload,
+// admitted, once its statuses are written and nothing else is due: the
+// queues must stop counting it and its quota. A Workload has no finalizer,
+// so its deletion is its last event.
+func TestQueueStatusForgetsDeletedWorkloads(t *testing.T) {
+	ns, cqName := queueSetup(t, "1", nil)
+	job := utiltesting.MakeJob("runs", ns).Queue("main").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, job)
+	wl := workloadOf(t, job, "admission", admitted)
+	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
+		if cq.Status.AdmittedWorkloads != 1 {
+			return fmt.Errorf("want 1 admitted, status %+v", cq.Status)
+		}
+		return usageIs(cq, "1", "0")
+	})
+	waitForLocalQueue(t, ns, "main", func(lq *berthv1alpha1.LocalQueue) error {
+		if lq.Status.AdmittedWorkloads != 1 {
+			return fmt.Errorf("want 1 admitted, status %+v", lq.Status)
+		}
+		return nil
+	})
+	// Past the pacer's interval no write of the statuses is due: only the
+	// deletion can bring one.
+	time.Sleep(6 * time.Second)
+
+	ctx := ctxFor(t)
+	for _, obj := range []client.Object{job, wl} {
+		if err := server.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
+		if cq.Status.ReservingWorkloads != 0 || cq.Status.AdmittedWorkloads != 0 {
+			return fmt.Errorf("want no workloads counted, status %+v", cq.Status)
+		}
+		return usageIs(cq, "0", "0")
+	})
+	waitForLocalQueue(t, ns, "main", func(lq *berthv1alpha1.LocalQueue) error {
+		if lq.Status.ReservingWorkloads != 0 || lq.Status.AdmittedWorkloads != 0 {
+			return fmt.Errorf("want no workloads counted, status %+v", lq.Status)
 		}
 		return nil
 	})
