@@ -45,16 +45,12 @@ func (r *AdmissionCheckReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	default:
 		r.cache.AddOrUpdateAdmissionCheck(ac)
 	}
-	cqs := &berthv1alpha1.ClusterQueueList{}
-	if err := r.client.List(ctx, cqs); err != nil {
-		return ctrl.Result{}, err
-	}
 	name := berthv1alpha1.AdmissionCheckReference(req.Name)
-	for i := range cqs.Items {
-		if cq := &cqs.Items[i]; slices.Contains(workload.ChecksNamed(cq), name) {
-			r.queues.QueueInadmissible(berthv1alpha1.ClusterQueueReference(cq.Name))
-			r.notifier.ClusterQueueChanged(berthv1alpha1.ClusterQueueReference(cq.Name))
+	return ctrl.Result{}, r.notifier.clusterQueuesChanged(ctx, r.client, func(cq *berthv1alpha1.ClusterQueue) bool {
+		if !slices.Contains(workload.ChecksNamed(cq), name) {
+			return false
 		}
-	}
-	return ctrl.Result{}, nil
+		r.queues.QueueInadmissible(berthv1alpha1.ClusterQueueReference(cq.Name))
+		return true
+	})
 }

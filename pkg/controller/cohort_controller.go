@@ -44,12 +44,5 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.cache.AddOrUpdateCohort(cohort)
 		r.queues.AddOrUpdateCohort(cohort)
 	}
-	cqs := &berthv1alpha1.ClusterQueueList{}
-	if err := r.client.List(ctx, cqs); err != nil {
-		return ctrl.Result{}, err
-	}
-	for i := range cqs.Items {
-		r.notifier.ClusterQueueChanged(berthv1alpha1.ClusterQueueReference(cqs.Items[i].Name))
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.notifier.clusterQueuesChanged(ctx, r.client, nil)
 }

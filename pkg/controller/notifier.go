@@ -96,6 +96,21 @@ func (n *StatusNotifier) ClusterQueueChanged(name berthv1alpha1.ClusterQueueRefe
 	}
 }
 
+// clusterQueuesChanged asks for the status of every ClusterQueue that
+// match accepts, all of them when match is nil, to be written.
+func (n *StatusNotifier) clusterQueuesChanged(ctx context.Context, c client.Reader, match func(*berthv1alpha1.ClusterQueue) bool) error {
+	cqs := &berthv1alpha1.ClusterQueueList{}
+	if err := c.List(ctx, cqs); err != nil {
+		return err
+	}
+	for i := range cqs.Items {
+		if match == nil || match(&cqs.Items[i]) {
+			n.ClusterQueueChanged(berthv1alpha1.ClusterQueueReference(cqs.Items[i].Name))
+		}
+	}
+	return nil
+}
+
 // LocalQueueChanged asks for the status of a LocalQueue to be written.
 func (n *StatusNotifier) LocalQueueChanged(key types.NamespacedName) {
 	if n.toldLQs.add(key) {

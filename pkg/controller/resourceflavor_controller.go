@@ -42,12 +42,5 @@ func (r *ResourceFlavorReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		r.cache.AddOrUpdateResourceFlavor(rf)
 	}
 	r.queues.QueueAllInadmissible()
-	cqs := &berthv1alpha1.ClusterQueueList{}
-	if err := r.client.List(ctx, cqs); err != nil {
-		return ctrl.Result{}, err
-	}
-	for i := range cqs.Items {
-		r.notifier.ClusterQueueChanged(berthv1alpha1.ClusterQueueReference(cqs.Items[i].Name))
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.notifier.clusterQueuesChanged(ctx, r.client, nil)
 }
