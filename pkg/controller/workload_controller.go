@@ -202,8 +202,12 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 }
 
 // setInadmissible says why a workload cannot be queued at all. It writes
-// at once: this is rare and a person is probably waiting for it.
+// at once: this is rare and a person is probably waiting for it. The
+// writer of reasons to wait forgets what it wrote before: once queued
+// again, the workload's next reason replaces this one within a moment, not
+// when that writer's last reason would have been due for a refresh.
 func (r *WorkloadReconciler) setInadmissible(ctx context.Context, wl *berthv1alpha1.Workload, msg string) error {
+	r.pending.Forget(client.ObjectKeyFromObject(wl))
 	_, err := workloadwriter.Apply(ctx, r.writer, wl, workload.SetPending(berthv1alpha1.ReasonInadmissible, msg))
 	return err
 }

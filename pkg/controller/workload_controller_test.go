@@ -123,3 +123,47 @@ func TestWorkloadReconcilerLeavesTheCachedObjectAlone(t *testing.T) {
 		}
 	}
 }
+
+// forgotten records the workloads the reconciler tells the writer of
+// reasons to wait to forget.
+type forgotten map[types.NamespacedName]bool
+
+func (f forgotten) Forget(key types.NamespacedName) { f[key] = true }
+
+// TestInadmissibleWorkloadIsForgottenByThePendingWriter: a workload that
+// cannot be queued at all (its LocalQueue or WorkloadPriorityClass is
+// missing) gets its reason from the reconciler, over whatever the writer of
+// reasons to wait wrote before. That writer must forget its own write, or
+// once the workload is queued again its next reason would wait for the
+// refresh of the one it thinks is still there.
+func TestInadmissibleWorkloadIsForgottenByThePendingWriter(t *testing.T) {
+	noQueue := utiltesting.MakeWorkload("no-queue", "ns").Queue("missing").Request(1, "cpu", "1").Obj()
+	noClass := utiltesting.MakeWorkload("no-class", "ns").Queue("main").Request(1, "cpu", "1").Obj()
+	noClass.Spec.PriorityClassName = "gone"
+	scheme := runtime.NewScheme()
+	if err := errors.Join(berthv1alpha1.AddToScheme(scheme), corev1.AddToScheme(scheme)); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithObjects(noQueue, noClass, utiltesting.MakeLocalQueue("main", "ns", "cq"), utiltesting.MakeClusterQueue("cq").Obj()).
+		WithStatusSubresource(&berthv1alpha1.Workload{}).Build()
+	f := forgotten{}
+	r := &WorkloadReconciler{client: c, writer: workloadwriter.NewUpdate(c), cache: cache.New(), queues: queue.NewManager(),
+		pending: f, recorder: events.NewFakeRecorder(100), status: NewStatusNotifier()}
+	for _, wl := range []*berthv1alpha1.Workload{noQueue, noClass} {
+		key := client.ObjectKeyFromObject(wl)
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+			t.Fatalf("%s: %v", wl.Name, err)
+		}
+		got := &berthv1alpha1.Workload{}
+		if err := c.Get(context.Background(), key, got); err != nil {
+			t.Fatal(err)
+		}
+		if cond := workload.FindCondition(got, berthv1alpha1.WorkloadQuotaReserved); cond == nil || cond.Reason != berthv1alpha1.ReasonInadmissible {
+			t.Errorf("%s: waits with %v, want reason %s", wl.Name, cond, berthv1alpha1.ReasonInadmissible)
+		}
+		if !f[key] {
+			t.Errorf("%s: the writer of reasons to wait was not told to forget it", wl.Name)
+		}
+	}
+}

@@ -136,8 +136,14 @@ func (e *env) waitCondition(job, typ, status, reason string) {
 // contains every part.
 func (e *env) waitPending(job string, parts ...string) string {
 	e.t.Helper()
+	return e.waitPendingWithin(90*time.Second, job, parts...)
+}
+
+// waitPendingWithin is waitPending that fails after timeout.
+func (e *env) waitPendingWithin(timeout time.Duration, job string, parts ...string) string {
+	e.t.Helper()
 	var msg string
-	eventually(e.t, "job "+job+" waiting", 90*time.Second, func(ctx context.Context) error {
+	eventually(e.t, "job "+job+" waiting", timeout, func(ctx context.Context) error {
 		var s string
 		s, _, msg = e.condition(ctx, job, "QuotaReserved")
 		if s != "False" {

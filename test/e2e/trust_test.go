@@ -280,7 +280,9 @@ func TestWaitingWorkloadFollowsItsPriorityClass(t *testing.T) {
 	}
 	e.waitPending("waiter", "WorkloadPriorityClass "+class+" does not exist")
 	apply(t, fmt.Sprintf("apiVersion: berth.dev/v1alpha1\nkind: WorkloadPriorityClass\nmetadata: {name: %s}\nvalue: 100\n", class))
-	e.waitPending("waiter", "needs 8 nvidia.com/gpu")
+	// Its reason follows within seconds, not when the reason it had before
+	// the class went would have been due for a refresh (30s).
+	e.waitPendingWithin(10*time.Second, "waiter", "needs 8 nvidia.com/gpu")
 	if _, err := kubectl(t.Context(), "", "delete", "job", "holder", "-n", e.ns); err != nil {
 		t.Fatal(err)
 	}
