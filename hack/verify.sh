@@ -10,6 +10,21 @@ go mod tidy
 for mod in hack/tools/*/ cmd/berth-scheduler/; do
 	[[ -f $mod/go.mod ]] && (cd "$mod" && go mod tidy)
 done
+# JobSet and kwok build against Berth's Kubernetes libraries, so that a
+# cold build compiles them once (hack/toolchain.sh).
+same_pins() {
+	local mod=$1 want got
+	shift
+	want=$(go list -m -f '{{.Path}} {{.Version}}' "$@")
+	if ! got=$(cd "$mod" && go list -m -f '{{.Path}} {{.Version}}' "$@") || [[ $got != "$want" ]]; then
+		echo "verify: $mod pins other Kubernetes libraries than Berth's; want:" >&2
+		echo "$want" >&2
+		exit 1
+	fi
+}
+same_pins hack/tools/jobset k8s.io/api k8s.io/apimachinery k8s.io/client-go sigs.k8s.io/controller-runtime
+# kwok does not import controller-runtime.
+same_pins hack/tools/kwok k8s.io/api k8s.io/apimachinery k8s.io/client-go
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 if [[ -n $unformatted ]]; then
 	echo "verify: gofmt would change:" >&2

@@ -106,7 +106,12 @@ func newEnv(t testing.TB) *env {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, _ = kubectl(ctx, "", "delete", "namespace", e.ns, "--wait=true")
+		// The namespace controller empties a deleted namespace only 5s
+		// later. Of what is in it, the next tests would feel only the pods
+		// (they hold the nodes): those go at once, and a terminating
+		// namespace takes no new ones.
+		_, _ = kubectl(ctx, "", "delete", "namespace", e.ns, "--wait=false")
+		_, _ = kubectl(ctx, "", "delete", "pods", "--all", "-n", e.ns, "--grace-period=0", "--force", "--wait=true")
 	})
 	return e
 }
