@@ -101,12 +101,9 @@ func TestInferenceBorrowsTrainingsGPUs(t *testing.T) {
 		}
 		return nil
 	})
-	msg := e.gatedPodMessage(t, "serve")
-	for _, part := range []string{"needs 2 nvidia.com/gpu", "0 available"} {
-		if !strings.Contains(msg, part) {
-			t.Errorf("a gated replica's message %q lacks %q", msg, part)
-		}
-	}
+	// A new replica first says it waits to be considered; its reason, in
+	// numbers, follows within a moment.
+	e.gatedPodMessage(t, "serve", "needs 2 nvidia.com/gpu", "0 available")
 
 	e.job("train", "training", "", 1, 8, "")
 	e.waitCondition("train", "Admitted", "True", "")
@@ -121,8 +118,9 @@ func TestInferenceBorrowsTrainingsGPUs(t *testing.T) {
 }
 
 // gatedPodMessage is the waiting message of one gated pod of a label
-// selector (app=NAME for a bare name), through kubectl berth why.
-func (e *env) gatedPodMessage(t *testing.T, selector string) string {
+// selector (app=NAME for a bare name), through kubectl berth why, once it
+// has every one of parts.
+func (e *env) gatedPodMessage(t *testing.T, selector string, parts ...string) string {
 	t.Helper()
 	if !strings.Contains(selector, "=") {
 		selector = "app=" + selector
@@ -145,6 +143,11 @@ func (e *env) gatedPodMessage(t *testing.T, selector string) string {
 		}
 		if msg = why.Message; msg == "" {
 			return fmt.Errorf("pod %s has no message yet", pods[0])
+		}
+		for _, p := range parts {
+			if !strings.Contains(msg, p) {
+				return fmt.Errorf("pod %s says %q, without %q", pods[0], msg, p)
+			}
 		}
 		return nil
 	})
