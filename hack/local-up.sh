@@ -17,11 +17,7 @@ export KWOK_WORKDIR=$OUT/kwok
 export KUBECONFIG=$OUT/kubeconfig
 KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG")
 
-"$ROOT/hack/toolchain.sh" etcd kube
-# Berth's controller before kwok and the JobSet controller: they are built
-# against the same Kubernetes libraries, and reuse what its build compiled.
-(cd "$ROOT" && go build -o bin/berth ./cmd/berth)
-"$ROOT/hack/toolchain.sh" kwok berth-scheduler
+"$ROOT/hack/toolchain.sh" etcd kube kwok berth-scheduler
 mkdir -p "$OUT"
 
 if "${KUBECTL[@]}" get --raw /readyz >/dev/null 2>&1; then

@@ -92,9 +92,18 @@ go_install() {
 	stamp "$name"
 }
 
+# compile_berth compiles Berth's controller into the build cache. JobSet's
+# and kwok's modules pin the Kubernetes libraries at Berth's versions
+# (hack/verify.sh checks), so that, built after it, they reuse most of what
+# it compiled instead of compiling those libraries a second time.
+compile_berth() {
+	(cd "$ROOT" && go build -trimpath -o /dev/null ./cmd/berth)
+}
+
 build_jobset() {
 	local mod=$ROOT/hack/tools/jobset
 	if fresh jobset "$BIN/jobset-controller" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
+	compile_berth
 	log "building the JobSet controller"
 	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/jobset-controller" sigs.k8s.io/jobset)
 	stamp jobset
@@ -108,12 +117,10 @@ build_lws() {
 	stamp lws
 }
 
-# JobSet's and kwok's modules pin the Kubernetes libraries at Berth's
-# versions (hack/verify.sh checks): built cold, they reuse the packages
-# Berth's own build compiled.
 build_kwok() {
 	local mod=$ROOT/hack/tools/kwok
 	if fresh kwok "$BIN/kwokctl" "$(filehash "$mod/go.mod" "$mod/go.sum")" && [[ -x $BIN/kwok ]]; then return; fi
+	compile_berth
 	log "building kwok and kwokctl"
 	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)
 	stamp kwok
