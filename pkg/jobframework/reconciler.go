@@ -223,7 +223,10 @@ func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) erro
 		job.Suspend()
 		return r.update(ctx, job)
 	}
-	podSets, errs := podSetsOf(job)
+	podSets, errs, err := podSetsOf(ctx, r.client, job)
+	if err != nil {
+		return err
+	}
 	if len(errs) > 0 {
 		// Nothing to retry: a change of the job brings it back.
 		r.eventf(job, nil, corev1.EventTypeWarning, EventInvalidJob, "CreateWorkload",

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,7 +43,10 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 	// reserved holds quota, admitted or waiting on admission checks.
 	reserved := workload.HasQuotaReservation(wl) && wl.Status.Admission != nil
 	evicted := workload.IsEvicted(wl)
-	podSets, errs := podSetsOf(job)
+	podSets, errs, err := podSetsOf(ctx, r.client, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if len(errs) > 0 {
 		return ctrl.Result{}, fmt.Errorf("reading the job's pod sets: %w", errs.ToAggregate())
 	}
@@ -86,7 +90,9 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		if composed {
 			diff = shapeDiffers(wl.Spec.PodSets, podSets)
 		} else {
-			diff = r.changedPodSets(job, wl, podSets, carries)
+			if diff, err = r.changedPodSets(ctx, job, wl, podSets, carries); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 		if whole && diff != "" {
 			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
@@ -133,19 +139,19 @@ func carriesAdmission(podSets []berthv1alpha1.PodSet) bool {
 // changedPodSets says how the pod sets of a stopped job differ from those
 // its Workload was admitted for. Templates that carry an earlier
 // admission's directives are compared as they would be restored.
-func (r *JobReconciler) changedPodSets(job GenericJob, wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet, carries bool) string {
+func (r *JobReconciler) changedPodSets(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet, carries bool) (string, error) {
 	if carries {
 		restored, err := r.integration.Wrap(job.Object().DeepCopyObject().(client.Object))
 		if err != nil {
-			return err.Error()
+			return "", err
 		}
 		restored.RestorePodSetsInfo(originalInfos(wl))
-		var errs error
-		if podSets, errs = restored.PodSets(); errs != nil {
-			return errs.Error()
+		var errs field.ErrorList
+		if podSets, errs, err = podSetsOf(ctx, r.client, restored); err != nil || len(errs) > 0 {
+			return errs.ToAggregate().Error(), err
 		}
 	}
-	return workload.PodSetsDiffer(wl.Spec.PodSets, podSets)
+	return workload.PodSetsDiffer(wl.Spec.PodSets, podSets), nil
 }
 
 // beyondAdmission says how a running job asks for more than its admission:

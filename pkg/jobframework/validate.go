@@ -75,7 +75,10 @@ func (v *validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	if selected, err := v.integration.selects(ctx, v.client, job.Object(), v.opts); err != nil || !selected {
 		return nil, err
 	}
-	_, errs := podSetsOf(job)
+	_, errs, err := podSetsOf(ctx, v.client, job)
+	if err != nil {
+		return nil, err
+	}
 	if c, ok := job.(JobWithCreateChecks); ok {
 		errs = append(errs, c.ValidateOnCreate()...)
 	}
@@ -108,10 +111,17 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 		// Not held when it was created: not Berth's to check.
 		return nil, nil
 	}
-	newPodSets, errs := podSetsOf(newJob)
+	newPodSets, errs, err := podSetsOf(ctx, v.client, newJob)
+	if err != nil {
+		return nil, err
+	}
 	errs = append(errs, queueLabelChange(oldJob, newJob, wl)...)
 	errs = append(errs, unadmittedStart(oldJob, newJob, wl)...)
-	if oldPodSets, oldErrs := podSetsOf(oldJob); len(oldErrs) == 0 && newPodSets != nil {
+	oldPodSets, oldErrs, err := podSetsOf(ctx, v.client, oldJob)
+	if err != nil {
+		return nil, err
+	}
+	if len(oldErrs) == 0 && newPodSets != nil {
 		errs = append(errs, podSetsChange(newJob, oldPodSets, newPodSets, wl)...)
 	}
 	return nil, v.invalid(newJob, errs)
@@ -160,24 +170,34 @@ func (v *validator) invalid(job GenericJob, errs field.ErrorList) error {
 	return apierrors.NewInvalid(v.integration.GVK.GroupKind(), job.Object().GetName(), errs)
 }
 
-// podSetsOf is the job's pod sets, or why Berth cannot count them: the
-// integration's own reasons, and totals of a podset that do not fit in
-// Berth's 64-bit quota arithmetic.
-func podSetsOf(job GenericJob) ([]berthv1alpha1.PodSet, field.ErrorList) {
+// podSetsOf is the job's pod sets with what the API server adds to their
+// pods (applyPodDefaults), or why Berth cannot count them: the
+// integration's own reasons, a podset without pods, and totals of a podset
+// that do not fit in Berth's 64-bit quota arithmetic. An error is one of
+// reading what the API server would add.
+func podSetsOf(ctx context.Context, c client.Reader, job GenericJob) ([]berthv1alpha1.PodSet, field.ErrorList, error) {
 	podSets, err := job.PodSets()
 	if err != nil {
 		if errs := fieldErrors(err); len(errs) > 0 {
-			return nil, errs
+			return nil, errs, nil
 		}
-		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}
+		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), "", err.Error())}, nil
 	}
-	var errs field.ErrorList
+	errs, err := applyPodDefaults(ctx, c, job, podSets)
+	if err != nil || len(errs) > 0 {
+		return nil, errs, err
+	}
 	for i := range podSets {
 		ps := &podSets[i]
+		count, tmpl := podSetPaths(job, ps.Name)
+		if ps.Count < 1 {
+			errs = append(errs, field.Invalid(count, ps.Count, fmt.Sprintf(
+				"podset %s has no pods: a job in a Berth queue runs at least one; to hold it, stop its workload with kubectl berth stop", ps.Name)))
+			continue
+		}
 		perPod := workload.PodRequests(&ps.Template.Spec)
 		for _, name := range perPod.Names() {
 			if total := resources.Mul(perPod[name], int64(ps.Count)); total == resources.Max {
-				_, tmpl := podSetPaths(job, ps.Name)
 				// A nil template is the job itself, a pod.
 				errs = append(errs, field.Invalid(tmpl.Child("spec").Child("containers").Key("resources.requests").Key(string(name)),
 					resources.Format(name, perPod[name]),
@@ -186,9 +206,9 @@ func podSetsOf(job GenericJob) ([]berthv1alpha1.PodSet, field.ErrorList) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs, nil
 	}
-	return podSets, nil
+	return podSets, nil, nil
 }
 
 // fieldErrors finds the field errors in err, an integration's.

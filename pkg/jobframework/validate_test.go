@@ -8,6 +8,10 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +45,7 @@ func TestValidator(t *testing.T) {
 	cases := map[string]struct {
 		old, new *batchv1.Job
 		workload *berthv1alpha1.Workload
+		objs     []client.Object
 		user     string
 		// wantErr are the fields the refusal names; none for an allowed
 		// request.
@@ -86,6 +91,42 @@ func TestValidator(t *testing.T) {
 			old: suspended(job()).Obj(), new: suspended(job()).Request("nvidia.com/gpu", "8").Obj(), workload: holding(job().Obj()),
 			wantErr: []string{"nvidia.com/gpu per pod 8 instead of 1"},
 		},
+		"a new job without pods": {
+			new:     suspended(job()).Parallelism(0).Obj(),
+			wantErr: []string{"podset main has no pods", "kubectl berth stop"},
+		},
+		"a new job whose RuntimeClass does not exist": {
+			new:     func() *batchv1.Job { j := suspended(job()).Obj(); j.Spec.Template.Spec.RuntimeClassName = ptr.To("kata"); return j }(),
+			wantErr: []string{"spec.runtimeClassName: Not found: \"kata\""},
+		},
+		"GPUs in limits alone for a stopped job that holds quota": {
+			old: suspended(job()).Obj(),
+			new: func() *batchv1.Job {
+				j := suspended(job()).Obj()
+				r := &j.Spec.Template.Spec.Containers[0].Resources
+				delete(r.Requests, "nvidia.com/gpu")
+				r.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}
+				return j
+			}(),
+			workload: holding(job().Obj()),
+			wantErr:  []string{"nvidia.com/gpu per pod 8 instead of 1"},
+		},
+		"a LimitRange's default GPUs for a stopped job that holds quota": {
+			old: suspended(job()).Obj(),
+			new: func() *batchv1.Job {
+				j := suspended(job()).Obj()
+				j.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "fetch"}}
+				return j
+			}(),
+			objs: []client.Object{&corev1.LimitRange{
+				ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: "ns"},
+				Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+					Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+				}}},
+			}},
+			workload: holding(job().Obj()),
+			wantErr:  []string{"nvidia.com/gpu per pod 8 instead of 1"},
+		},
 		"more GPUs per pod for a waiting job": {
 			old: suspended(job()).Obj(), new: suspended(job()).Request("nvidia.com/gpu", "8").Obj(), workload: waiting(job().Obj()),
 		},
@@ -93,10 +134,12 @@ func TestValidator(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			scheme := runtime.NewScheme()
-			if err := berthv1alpha1.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
+			for _, add := range []func(*runtime.Scheme) error{berthv1alpha1.AddToScheme, corev1.AddToScheme, nodev1.AddToScheme} {
+				if err := add(scheme); err != nil {
+					t.Fatal(err)
+				}
 			}
-			var objs []client.Object
+			objs := tc.objs
 			if tc.workload != nil {
 				objs = append(objs, tc.workload)
 			}

@@ -1,6 +1,7 @@
 package jobframework
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -100,8 +101,9 @@ func finishReason(succeeded bool) string {
 // WorkloadFor is the Workload the controller would make for the job obj,
 // of a registered framework: its pod sets as the webhook would accept
 // them, its queue, and its priority class unresolved. kubectl berth
-// what-if judges it without creating it.
-func WorkloadFor(obj client.Object) (*berthv1alpha1.Workload, error) {
+// what-if judges it without creating it. The LimitRanges and
+// RuntimeClasses that add to its pods are read through r.
+func WorkloadFor(ctx context.Context, r client.Reader, obj client.Object) (*berthv1alpha1.Workload, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	i, ok := ForKind(gvk)
 	if !ok {
@@ -114,7 +116,10 @@ func WorkloadFor(obj client.Object) (*berthv1alpha1.Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	podSets, errs := podSetsOf(job)
+	podSets, errs, err := podSetsOf(ctx, r, job)
+	if err != nil {
+		return nil, err
+	}
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -66,7 +65,7 @@ func (o *options) whatIfCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			wl, err := workloadOfManifest(file, c.Scheme(), ns)
+			wl, err := workloadOfManifest(cmd.Context(), c, file, ns)
 			if err != nil {
 				return err
 			}
@@ -87,12 +86,12 @@ func (o *options) whatIfCommand() *cobra.Command {
 
 // workloadOfManifest is the Workload the controller would make of the job
 // in file, or the Workload in it, in namespace ns unless it names one.
-func workloadOfManifest(file string, scheme *runtime.Scheme, ns string) (*berthv1alpha1.Workload, error) {
+func workloadOfManifest(ctx context.Context, c client.Client, file string, ns string) (*berthv1alpha1.Workload, error) {
 	data, err := readManifest(file)
 	if err != nil {
 		return nil, err
 	}
-	obj, gvk, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode(data, nil, nil)
+	obj, gvk, err := serializer.NewCodecFactory(c.Scheme()).UniversalDeserializer().Decode(data, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a manifest Berth knows: %w", file, err)
 	}
@@ -119,7 +118,7 @@ func workloadOfManifest(file string, scheme *runtime.Scheme, ns string) (*berthv
 	if jobframework.QueueName(cobj) == "" {
 		return nil, fmt.Errorf("%s: %s %s has no label %s: Berth would leave it alone", file, gvk.Kind, cobj.GetName(), berthv1alpha1.QueueNameLabel)
 	}
-	return jobframework.WorkloadFor(cobj)
+	return jobframework.WorkloadFor(ctx, c, cobj)
 }
 
 func readManifest(file string) ([]byte, error) {

@@ -1,10 +1,12 @@
 package workload
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/resources"
@@ -93,20 +95,69 @@ func newPodSetInfo(ps *berthv1alpha1.PodSet) PodSetInfo {
 	}
 }
 
-// PodRequests is what one pod of spec takes from quota, following the pod
-// resource rules: the larger of the containers' sum and each init
-// container, plus the pod overhead. Sidecar (restartable init) containers
-// are counted as regular init containers.
+// PodRequests is what one pod of spec takes from quota: its effective
+// requests as Kubernetes computes them (k8s.io/component-helpers), with
+// sidecar (restartable init) containers added to the containers, other init
+// containers as a maximum, the pod-level resources where set, and the
+// overhead. A container's limit stands for its missing request, as the API
+// server defaults a pod: a template's GPUs asked for in limits alone are
+// counted. What a namespace's LimitRanges or a RuntimeClass add to a pod
+// is not in spec unless ApplyPodDefaults put it there.
 func PodRequests(spec *corev1.PodSpec) resources.Requests {
-	r := resources.Requests{}
-	for i := range spec.Containers {
-		r.Add(resources.FromList(spec.Containers[i].Resources.Requests))
+	pod := &corev1.Pod{Spec: *spec}
+	pod.Spec.Containers = requestsFromLimits(spec.Containers)
+	pod.Spec.InitContainers = requestsFromLimits(spec.InitContainers)
+	if r := spec.Resources; r != nil && len(r.Limits) > 0 {
+		pod.Spec.Resources = &corev1.ResourceRequirements{Requests: withMissing(r.Requests, r.Limits), Limits: r.Limits}
 	}
-	for i := range spec.InitContainers {
-		r.Max(resources.FromList(spec.InitContainers[i].Resources.Requests))
+	return resources.FromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+}
+
+// RunningPodRequests is what a pod that exists holds on its node: its
+// effective requests, with what an in-place resize allocated.
+func RunningPodRequests(pod *corev1.Pod) resources.Requests {
+	return resources.FromList(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true}))
+}
+
+// requestsFromLimits is cs with each container's limits standing for its
+// missing requests; cs itself when no container misses one.
+func requestsFromLimits(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for i := range cs {
+		r := &cs[i].Resources
+		if !missesRequests(r.Requests, r.Limits) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(cs)
+		}
+		out[i].Resources.Requests = withMissing(r.Requests, r.Limits)
 	}
-	r.Add(resources.FromList(spec.Overhead))
-	return r
+	if out == nil {
+		return cs
+	}
+	return out
+}
+
+func missesRequests(requests, limits corev1.ResourceList) bool {
+	for name := range limits {
+		if _, ok := requests[name]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// withMissing is a copy of l with the entries of add it does not have.
+func withMissing(l, add corev1.ResourceList) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(l)+len(add))
+	for name, q := range add {
+		out[name] = q
+	}
+	for name, q := range l {
+		out[name] = q
+	}
+	return out
 }
 
 // AdmissionUsage is the quota an admission holds, per flavor and resource.

@@ -88,3 +88,111 @@ func TestNewInfoUsage(t *testing.T) {
 		t.Errorf("info = %s in %s priority %d", info.Key, info.ClusterQueue, info.Priority)
 	}
 }
+
+func limits(pairs ...string) corev1.ResourceRequirements {
+	r := requests(pairs...)
+	return corev1.ResourceRequirements{Limits: r.Requests}
+}
+
+// TestPodRequestsAsKubernetes counts what the API server and the kubelet
+// count for a pod: limits standing for missing requests, sidecars added
+// to the containers, pod-level resources.
+func TestPodRequestsAsKubernetes(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	cases := map[string]struct {
+		spec corev1.PodSpec
+		want resources.Requests
+	}{
+		"GPUs in limits only are requested": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("1")},
+				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			}}}},
+			want: resources.Requests{"cpu": 1000, "nvidia.com/gpu": 8},
+		},
+		"an explicit request below the limit is the request": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("1")},
+				Limits:   corev1.ResourceList{"cpu": resource.MustParse("4")},
+			}}}},
+			want: resources.Requests{"cpu": 1000},
+		},
+		"a sidecar adds to the containers": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Resources: requests("nvidia.com/gpu", "2"), RestartPolicy: &always}},
+				Containers:     []corev1.Container{{Resources: requests("nvidia.com/gpu", "8")}},
+			},
+			want: resources.Requests{"nvidia.com/gpu": 10},
+		},
+		"an init container after a sidecar runs beside it": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{
+					{Resources: requests("cpu", "1"), RestartPolicy: &always},
+					{Resources: limits("cpu", "4")},
+				},
+				Containers: []corev1.Container{{Resources: requests("cpu", "1")}},
+			},
+			want: resources.Requests{"cpu": 5000},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, PodRequests(&tc.spec)); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestApplyPodDefaults(t *testing.T) {
+	lr := func(defaults, defaultRequests corev1.ResourceList) corev1.LimitRange {
+		return corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+			{Type: corev1.LimitTypePod, Max: corev1.ResourceList{"cpu": resource.MustParse("100")}},
+			{Type: corev1.LimitTypeContainer, Default: defaults, DefaultRequest: defaultRequests},
+		}}}
+	}
+	gpus := func(n string) corev1.ResourceList { return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)} }
+	cases := map[string]struct {
+		spec        corev1.PodSpec
+		limitRanges []corev1.LimitRange
+		overhead    corev1.ResourceList
+		want        resources.Requests
+	}{
+		"a default request fills a container without one": {
+			spec:        corev1.PodSpec{Containers: []corev1.Container{{Resources: requests("cpu", "1")}}},
+			limitRanges: []corev1.LimitRange{lr(gpus("4"), gpus("4"))},
+			want:        resources.Requests{"cpu": 1000, "nvidia.com/gpu": 4},
+		},
+		"a limit the user set comes before the default request": {
+			spec:        corev1.PodSpec{Containers: []corev1.Container{{Resources: limits("nvidia.com/gpu", "8")}}},
+			limitRanges: []corev1.LimitRange{lr(gpus("1"), gpus("1"))},
+			want:        resources.Requests{"nvidia.com/gpu": 8},
+		},
+		"the first LimitRange wins": {
+			spec:        corev1.PodSpec{Containers: []corev1.Container{{}}},
+			limitRanges: []corev1.LimitRange{lr(gpus("2"), gpus("2")), lr(gpus("8"), gpus("8"))},
+			want:        resources.Requests{"nvidia.com/gpu": 2},
+		},
+		"init containers are defaulted too": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{}},
+				Containers:     []corev1.Container{{Resources: requests("nvidia.com/gpu", "1")}},
+			},
+			limitRanges: []corev1.LimitRange{lr(gpus("4"), gpus("4"))},
+			want:        resources.Requests{"nvidia.com/gpu": 4},
+		},
+		"the RuntimeClass's overhead is added": {
+			spec:     corev1.PodSpec{Containers: []corev1.Container{{Resources: requests("cpu", "1")}}},
+			overhead: corev1.ResourceList{"cpu": resource.MustParse("500m")},
+			want:     resources.Requests{"cpu": 1500},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ApplyPodDefaults(&tc.spec, tc.limitRanges, tc.overhead)
+			if diff := cmp.Diff(tc.want, PodRequests(&tc.spec)); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
