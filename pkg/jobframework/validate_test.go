@@ -96,7 +96,11 @@ func TestValidator(t *testing.T) {
 			wantErr: []string{"podset main has no pods", "kubectl berth stop"},
 		},
 		"a new job whose RuntimeClass does not exist": {
-			new:     func() *batchv1.Job { j := suspended(job()).Obj(); j.Spec.Template.Spec.RuntimeClassName = ptr.To("kata"); return j }(),
+			new: func() *batchv1.Job {
+				j := suspended(job()).Obj()
+				j.Spec.Template.Spec.RuntimeClassName = ptr.To("kata")
+				return j
+			}(),
 			wantErr: []string{"spec.runtimeClassName: Not found: \"kata\""},
 		},
 		"GPUs in limits alone for a stopped job that holds quota": {

@@ -17,26 +17,44 @@ import (
 
 // WorkloadName is the name of the Workload of a job: the kind and name of
 // the job and a hash of its UID, so that a job deleted and created again
-// under the same name gets a new Workload.
+// under the same name gets a new Workload. It fits in a label value (63
+// characters): the pods of an admitted job carry it in berth.dev/workload.
 func WorkloadName(gvk schema.GroupVersionKind, name string, uid string) string {
 	sum := sha256.Sum256([]byte(gvk.String() + "/" + uid))
-	prefix := strings.ToLower(gvk.Kind) + "-" + name
-	const maxPrefix = 253 - 1 - 10
-	if len(prefix) > maxPrefix {
-		prefix = prefix[:maxPrefix]
+	return fit(strings.ToLower(gvk.Kind)+"-"+name, maxLabelValue) + "-" + hex.EncodeToString(sum[:5])
+}
+
+// maxLabelValue is the length of the longest label value.
+const maxLabelValue = 63
+
+// hashSuffix is the length of the "-" and ten hex digits that Berth ends a
+// shortened name with.
+const hashSuffix = 11
+
+// fit is the beginning of prefix that leaves room for a hash suffix in
+// maxLen characters, without a trailing separator.
+func fit(prefix string, maxLen int) string {
+	if len(prefix) > maxLen-hashSuffix {
+		prefix = prefix[:maxLen-hashSuffix]
 	}
-	return strings.TrimRight(prefix, "-.") + "-" + hex.EncodeToString(sum[:5])
+	return strings.TrimRight(prefix, "-._")
 }
 
 // LabelValue is name as a label value: itself when it fits, else its
 // beginning and a hash of all of it.
 func LabelValue(name string) string {
-	const maxLen = 63
+	return FitName(name, maxLabelValue)
+}
+
+// FitName is name in at most maxLen characters: itself when it fits, else
+// its beginning and a hash of all of it, so that two long names that begin
+// alike still differ.
+func FitName(name string, maxLen int) string {
 	if len(name) <= maxLen {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
-	return strings.TrimRight(name[:maxLen-11], "-._") + "-" + hex.EncodeToString(sum[:5])
+	return fit(name, maxLen) + "-" + hex.EncodeToString(sum[:5])
 }
 
 // HandDownLabels keeps the queue and priority labels of a template those

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -112,13 +113,15 @@ func (r *RequestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // requestName is the name of the request of wl's current reservation for
 // check: the same for as long as the reservation lasts, a new one after
-// each requeue.
+// each requeue. It leaves room for a podset's name after it in the names
+// of the request's PodTemplates (253 characters).
 func requestName(wl *berthv1alpha1.Workload, check string) string {
 	attempt := int32(1)
 	if rs := wl.Status.RequeueState; rs != nil {
 		attempt += ptr.Deref(rs.Count, 0)
 	}
-	return fmt.Sprintf("%s-%s-%d", wl.Name, check, attempt)
+	const maxPodSetName = 63
+	return jobframework.FitName(fmt.Sprintf("%s-%s-%d", wl.Name, check, attempt), validation.DNS1123SubdomainMaxLength-1-maxPodSetName)
 }
 
 // follow makes the request of wl's reservation for ac if it is not made,
@@ -212,7 +215,7 @@ func backoff(n int, base, maxWait int32) int32 {
 // failures counts the failed requests of wl for check.
 func (r *RequestReconciler) failures(ctx context.Context, wl *berthv1alpha1.Workload, check string) (int, error) {
 	prs := &autoscalingv1.ProvisioningRequestList{}
-	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{WorkloadLabel: wl.Name, CheckLabel: check}); err != nil {
+	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -232,7 +235,7 @@ func (r *RequestReconciler) create(ctx context.Context, wl *berthv1alpha1.Worklo
 	if err != nil {
 		return err
 	}
-	labels := map[string]string{WorkloadLabel: wl.Name, CheckLabel: check}
+	labels := map[string]string{WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}
 	pr := &autoscalingv1.ProvisioningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: wl.Namespace, Labels: labels},
 		Spec:       autoscalingv1.ProvisioningRequestSpec{ProvisioningClassName: cfg.Spec.ProvisioningClassName},

@@ -151,7 +151,9 @@ func TestApplyPodDefaults(t *testing.T) {
 			{Type: corev1.LimitTypeContainer, Default: defaults, DefaultRequest: defaultRequests},
 		}}}
 	}
-	gpus := func(n string) corev1.ResourceList { return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)} }
+	gpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+	}
 	cases := map[string]struct {
 		spec        corev1.PodSpec
 		limitRanges []corev1.LimitRange
