@@ -95,13 +95,17 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 		return nil, err
 	}
 	newJob, err := v.wrap(newObj)
-	if err != nil || (!v.managed(oldJob) && !v.managed(newJob)) {
+	if err != nil {
 		return nil, err
 	}
+	// What Berth wrote is checked whatever the queue label says: the pods
+	// of an admitted Job carry Berth's labels, not always the queue's.
+	errs := ownedKeysChanged(oldJob.Object(), newJob.Object())
 	if c, ok := newJob.(JobWithUpdateChecks); ok {
-		if errs := c.ValidateOnUpdate(oldJob); len(errs) > 0 {
-			return nil, v.invalid(newJob, errs)
-		}
+		errs = append(errs, c.ValidateOnUpdate(oldJob)...)
+	}
+	if len(errs) > 0 || (!v.managed(oldJob) && !v.managed(newJob)) {
+		return nil, v.invalid(newJob, errs)
 	}
 	wl, err := v.workloadOf(ctx, newJob)
 	if err != nil {
@@ -111,7 +115,8 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 		// Not held when it was created: not Berth's to check.
 		return nil, nil
 	}
-	newPodSets, errs, err := podSetsOf(ctx, v.client, newJob)
+	var newPodSets []berthv1alpha1.PodSet
+	newPodSets, errs, err = podSetsOf(ctx, v.client, newJob)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +237,27 @@ func podSetPaths(job GenericJob, podSet string) (count, template *field.Path) {
 	return field.NewPath("spec"), field.NewPath("spec")
 }
 
+// ownedKeysChanged refuses a change of the labels and annotations that
+// Berth writes on a user's object (berthv1alpha1.OwnedLabels and
+// OwnedAnnotations), naming the key: the caller has made sure that the
+// change is not Berth's own.
+func ownedKeysChanged(oldObj, newObj client.Object) field.ErrorList {
+	var errs field.ErrorList
+	changed := func(path *field.Path, keys []string, have, want map[string]string) {
+		for _, k := range keys {
+			o, oldOK := have[k]
+			n, newOK := want[k]
+			if o != n || oldOK != newOK {
+				errs = append(errs, field.Forbidden(path.Key(k), "only Berth sets or changes this key: it says what Berth admitted the object for"))
+			}
+		}
+	}
+	meta := field.NewPath("metadata")
+	changed(meta.Child("labels"), berthv1alpha1.OwnedLabels, oldObj.GetLabels(), newObj.GetLabels())
+	changed(meta.Child("annotations"), berthv1alpha1.OwnedAnnotations, oldObj.GetAnnotations(), newObj.GetAnnotations())
+	return errs
+}
+
 // queueLabelChange refuses moving or removing a job that holds quota: its
 // Workload would finish in no queue's books, or in the wrong one.
 func queueLabelChange(oldJob, newJob GenericJob, wl *berthv1alpha1.Workload) field.ErrorList {
@@ -241,8 +267,8 @@ func queueLabelChange(oldJob, newJob GenericJob, wl *berthv1alpha1.Workload) fie
 	}
 	path := field.NewPath("metadata", "labels").Key(berthv1alpha1.QueueNameLabel)
 	return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
-		"cannot change while the job holds quota in ClusterQueue %s (Workload %s); stop the workload first (spec.active: false) and change it once it waits",
-		wl.Status.Admission.ClusterQueue, wl.Name))}
+		"cannot change while the job holds quota in ClusterQueue %s (Workload %s); stop the workload first (kubectl berth stop workload %s) and change it once it waits",
+		wl.Status.Admission.ClusterQueue, wl.Name, wl.Name))}
 }
 
 // unadmittedStart refuses a user's start of a job Berth has not admitted.
@@ -291,7 +317,7 @@ func podSetsChange(job GenericJob, oldPodSets, newPodSets []berthv1alpha1.PodSet
 		}
 		if o.Count != n.Count {
 			errs = append(errs, field.Forbidden(countPath, fmt.Sprintf(
-				"cannot change from %d to %d pods %s; stop the workload (spec.active: false), change the job while it waits, and resume it", o.Count, n.Count, why)))
+				"cannot change from %d to %d pods %s; stop the workload (kubectl berth stop), change the job while it waits, and resume it (kubectl berth resume)", o.Count, n.Count, why)))
 			n.Count = o.Count
 		}
 		if diff := workload.PodSetsDiffer([]berthv1alpha1.PodSet{o}, []berthv1alpha1.PodSet{n}); diff != "" {

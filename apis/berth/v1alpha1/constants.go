@@ -52,6 +52,19 @@ const (
 	// must say the same. A StatefulSet's pods go without it: the
 	// StatefulSet's replicas are their count.
 	PodGroupTotalCountAnnotation = "berth.dev/pod-group-total-count"
+	// PodGroupRoleAnnotation keeps the role of a pod of a group as Berth
+	// read it when the pod was created (what it asks for and where it may
+	// run): admission adds to its node selector and tolerations.
+	PodGroupRoleAnnotation = "berth.dev/pod-group-role"
+)
+
+// The labels and annotations that Berth writes on users' pods, which no one
+// else may change: Berth's webhook refuses it, naming the key. The pod's
+// membership in a workload and its place in the workload's gangs rest on
+// them.
+var (
+	OwnedLabels      = []string{ManagedLabel, WorkloadLabel, PodSetLabel}
+	OwnedAnnotations = []string{PodSetSizeAnnotation, PodGroupRoleAnnotation}
 )
 
 // Condition types of a ClusterQueue and a LocalQueue.

@@ -225,13 +225,9 @@ func (g *Group) Complete() (bool, string, bool) {
 	return true, "", false
 }
 
-// roleAnnotation keeps the role of a pod of a group as it was created:
-// admission adds to its node selector and tolerations.
-const roleAnnotation = "berth.dev/pod-group-role"
-
 // roleOf is the role of a pod of a group.
 func roleOf(p *corev1.Pod) string {
-	if r := p.Annotations[roleAnnotation]; r != "" {
+	if r := p.Annotations[berthv1alpha1.PodGroupRoleAnnotation]; r != "" {
 		return r
 	}
 	return role(p)

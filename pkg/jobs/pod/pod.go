@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,10 +18,17 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods;pods/resize,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods;pods/resize,verbs=update,versions=v1,name=vpodowned.berth.dev,admissionReviewVersions=v1
+
+// vpodowned.berth.dev sends the updates of the pods that carry Berth's
+// labels but not the queue's, those of admitted Jobs and JobSets, to the
+// same validator: no one but Berth may change what Berth wrote on them.
 
 // podSetName is the name of a pod's only podset.
 const podSetName = "main"
@@ -48,14 +56,11 @@ func wrap(obj client.Object) (jobframework.GenericJob, error) {
 	return (*Pod)(p), nil
 }
 
-// selects holds a new pod in a selected namespace, unless a framework
-// Berth runs owns it: a Job's pods wait with their Job, not one by one.
+// selects holds a new pod in a selected namespace, unless a job Berth
+// holds owns it: a Job's pods wait with their Job, not one by one.
 func selects(ctx context.Context, c client.Reader, obj client.Object, opts jobframework.Options) (bool, error) {
-	if owner := metav1.GetControllerOf(obj); owner != nil {
-		i, ok := jobframework.ForKind(schema.FromAPIVersionAndKind(owner.APIVersion, owner.Kind))
-		if ok && i.Wrap != nil && !i.HoldOnlyAtCreation {
-			return false, nil
-		}
+	if held, err := heldOwner(ctx, c, obj, opts); err != nil || held {
+		return false, err
 	}
 	if opts.PodNamespaces == nil {
 		return true, nil
@@ -65,6 +70,37 @@ func selects(ctx context.Context, c client.Reader, obj client.Object, opts jobfr
 		return false, fmt.Errorf("reading the labels of namespace %s: %w", obj.GetNamespace(), err)
 	}
 	return opts.PodNamespaces.Matches(labels.Set(ns.Labels)), nil
+}
+
+// heldOwner reports whether the controller of obj is a job that Berth
+// holds: an object of a kind Berth suspends, that exists with the UID the
+// reference names, and that is queued itself or is a part of a job that is
+// (a JobSet's Jobs). An owner reference is the creator's to write: one
+// naming a Job that does not exist, or that Berth does not hold, does not
+// let a queued pod skip its queue.
+func heldOwner(ctx context.Context, c client.Reader, obj client.Object, opts jobframework.Options) (bool, error) {
+	ref := metav1.GetControllerOf(obj)
+	for depth := 0; ref != nil && depth < 2; depth++ {
+		i, ok := jobframework.ForKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+		if !ok || i.Wrap == nil || i.HoldOnlyAtCreation {
+			return false, nil
+		}
+		owner := i.NewJob().Object()
+		if err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("reading the %s that owns the pod: %w", ref.Kind, err)
+		}
+		if owner.GetUID() != ref.UID {
+			return false, nil
+		}
+		if jobframework.QueueName(owner) != "" || opts.ManageJobsWithoutQueueName {
+			return true, nil
+		}
+		ref = metav1.GetControllerOf(owner)
+	}
+	return false, nil
 }
 
 // Pod is a plain pod as Berth sees it.
@@ -105,7 +141,7 @@ func (p *Pod) Suspend() {
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
-		p.Annotations[roleAnnotation] = role((*corev1.Pod)(p))
+		p.Annotations[berthv1alpha1.PodGroupRoleAnnotation] = role((*corev1.Pod)(p))
 	}
 }
 
@@ -144,14 +180,35 @@ func (p *Pod) ValidateOnCreate() field.ErrorList {
 	return errs
 }
 
-// ValidateOnUpdate refuses a change of the group or the queue of a pod of
-// a group: see groupFieldsChanged.
+// ValidateOnUpdate refuses, from anyone but Berth's controller:
+//   - a change of the group or the queue of a pod of a group (see
+//     groupFieldsChanged);
+//   - the removal of Berth's scheduling gate: only admission lets a held
+//     pod through, with its flavor's node selector;
+//   - more resources for a pod Berth admitted, by an in-place resize
+//     (pods/resize) or otherwise: it would hold more than its workload
+//     was admitted for.
 func (p *Pod) ValidateOnUpdate(old jobframework.GenericJob) field.ErrorList {
 	oldPod, ok := old.(*Pod)
 	if !ok {
 		return nil
 	}
-	return groupFieldsChanged((*corev1.Pod)(oldPod), (*corev1.Pod)(p))
+	errs := groupFieldsChanged((*corev1.Pod)(oldPod), (*corev1.Pod)(p))
+	if oldPod.IsSuspended() && !p.IsSuspended() {
+		errs = append(errs, field.Forbidden(p.HoldPath(), fmt.Sprintf(
+			"only Berth removes the gate %s, once the pod's workload is admitted", berthv1alpha1.AdmissionGate)))
+	}
+	if oldPod.Labels[berthv1alpha1.WorkloadLabel] != "" {
+		before, after := workload.PodRequests(&oldPod.Spec), workload.PodRequests(&p.Spec)
+		for _, name := range after.Names() {
+			if after[name] > before[name] {
+				errs = append(errs, field.Forbidden(field.NewPath("spec", "containers").Key("resources"), fmt.Sprintf(
+					"%s per pod cannot grow from %s to %s: the pod runs on what workload %s was admitted for",
+					name, resources.Format(name, before[name]), resources.Format(name, after[name]), oldPod.Labels[berthv1alpha1.WorkloadLabel])))
+			}
+		}
+	}
+	return errs
 }
 
 // PodSets is one podset of one pod: the pod's labels, annotations and

@@ -2,10 +2,13 @@ package pod
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -128,14 +131,20 @@ func TestFinishedAndReady(t *testing.T) {
 
 func TestSelects(t *testing.T) {
 	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, batchv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
 	}
+	queued := utiltesting.MakeJob("queued", "team-a").Queue("main").Obj()
+	queued.UID = "u-queued"
+	free := utiltesting.MakeJob("free", "team-a").Obj()
+	free.UID = "u-free"
 	nsOf := func(name string, l map[string]string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		nsOf("team-a", map[string]string{"berth": "on"}), nsOf("team-b", nil)).Build()
+		nsOf("team-a", map[string]string{"berth": "on"}), nsOf("team-b", nil), queued, free).Build()
 	opts := jobframework.Options{PodNamespaces: labels.SelectorFromSet(labels.Set{"berth": "on"})}
 	cases := map[string]struct {
 		pod  *corev1.Pod
@@ -145,7 +154,10 @@ func TestSelects(t *testing.T) {
 		"in a selected namespace":   {pod: utiltesting.MakePod("p", "team-a").Obj(), opts: opts, want: true},
 		"in another namespace":      {pod: utiltesting.MakePod("p", "team-b").Obj(), opts: opts},
 		"no selector":               {pod: utiltesting.MakePod("p", "team-b").Obj(), want: true},
-		"of a Job":                  {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "j", "u").Obj(), opts: opts},
+		"of a queued Job":           {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-queued").Obj(), opts: opts},
+		"naming a Job that is gone": {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "j", "u").Obj(), opts: opts, want: true},
+		"naming another Job's UID":  {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-other").Obj(), opts: opts, want: true},
+		"of a Job not queued":       {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "free", "u-free").Obj(), opts: opts, want: true},
 		"of a ReplicaSet":           {pod: utiltesting.MakePod("p", "team-a").OwnedBy("apps/v1", "ReplicaSet", "rs", "u").Obj(), opts: opts, want: true},
 		"in a namespace not cached": {pod: utiltesting.MakePod("p", "team-c").Obj(), opts: opts},
 	}
@@ -167,5 +179,51 @@ func TestValidateOnCreate(t *testing.T) {
 	p.Spec.NodeName = "n1"
 	if errs := p.ValidateOnCreate(); len(errs) != 1 || errs[0].Field != "spec.nodeName" {
 		t.Errorf("a pod with a node: %v, want one error on spec.nodeName", errs)
+	}
+}
+
+// TestValidateOnUpdate checks what a pod's owner may not change once Berth
+// holds or admitted the pod.
+func TestValidateOnUpdate(t *testing.T) {
+	admitted := func() *utiltesting.PodWrapper {
+		return utiltesting.MakePod("p", "ns").Queue("main").Request("nvidia.com/gpu", "1").
+			Label(berthv1alpha1.ManagedLabel, "true").Label(berthv1alpha1.WorkloadLabel, "wl")
+	}
+	cases := map[string]struct {
+		old, new *corev1.Pod
+		want     string
+	}{
+		"removing Berth's gate": {
+			old: utiltesting.MakePod("p", "ns").Queue("main").Gated().Obj(), new: utiltesting.MakePod("p", "ns").Queue("main").Obj(),
+			want: "spec.schedulingGates",
+		},
+		"more GPUs for an admitted pod": {
+			old: admitted().Obj(), new: admitted().Request("nvidia.com/gpu", "8").Obj(),
+			want: "nvidia.com/gpu per pod cannot grow from 1 to 8",
+		},
+		"GPUs in limits for an admitted pod": {
+			old: admitted().Obj(),
+			new: func() *corev1.Pod {
+				p := admitted().Obj()
+				p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2"), "cpu": resource.MustParse("4")}
+				delete(p.Spec.Containers[0].Resources.Requests, "nvidia.com/gpu")
+				return p
+			}(),
+			want: "nvidia.com/gpu per pod cannot grow from 1 to 2",
+		},
+		"fewer GPUs for an admitted pod":    {old: admitted().Request("nvidia.com/gpu", "2").Obj(), new: admitted().Obj()},
+		"a label of the user's own":         {old: admitted().Obj(), new: admitted().Label("team", "a").Obj()},
+		"more GPUs for a pod Berth left be": {old: utiltesting.MakePod("p", "ns").Obj(), new: utiltesting.MakePod("p", "ns").Request("nvidia.com/gpu", "8").Obj()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			errs := (*Pod)(tc.new).ValidateOnUpdate((*Pod)(tc.old))
+			switch {
+			case tc.want == "" && len(errs) > 0:
+				t.Errorf("refused: %v", errs)
+			case tc.want != "" && !strings.Contains(errs.ToAggregate().Error(), tc.want):
+				t.Errorf("refusal %v does not say %q", errs, tc.want)
+			}
+		})
 	}
 }
