@@ -71,7 +71,7 @@ func (n *node) available(fr resources.FlavorResource) int64 {
 	if n.parent == nil {
 		return local
 	}
-	a := local + n.parent.available(fr)
+	a := resources.Add(local, n.parent.available(fr))
 	if limit := q.subtree + q.borrowingLimit - q.demand; a > limit {
 		a = limit
 	}
@@ -101,7 +101,11 @@ func (n *node) addDemand(fr resources.FlavorResource, delta int64) {
 			return
 		}
 		before := max(0, q.demand-q.guaranteed)
-		q.demand += delta
+		if delta > 0 {
+			q.demand = resources.Add(q.demand, delta)
+		} else {
+			q.demand += delta
+		}
 		delta = max(0, q.demand-q.guaranteed) - before
 		if cur.parent == nil {
 			return

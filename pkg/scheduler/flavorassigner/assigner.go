@@ -225,7 +225,7 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 			continue
 		}
 		fr := resources.FlavorResource{Flavor: f, Resource: r}
-		m := as.resourceMode(fr, need+as.a.Usage[fr])
+		m := as.resourceMode(fr, resources.Add(need, as.a.Usage[fr]))
 		if m == Preempt && !as.preempt {
 			m = NoFit
 		}
@@ -241,7 +241,7 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 func (as *assigner) resourceMode(fr resources.FlavorResource, need int64) Mode {
 	cq := as.cq
 	if need <= cq.Available(fr) {
-		if cq.Used(fr)+need <= cq.Nominal(fr) {
+		if resources.Add(cq.Used(fr), need) <= cq.Nominal(fr) {
 			return Fit
 		}
 		return Borrow

@@ -57,6 +57,14 @@ func TestAssign(t *testing.T) {
 				NodeSelector("family", "a100").Obj()).Obj(),
 			wantMode: Fit, wantCounts: []int32{1}, wantFlavors: []string{"a100"},
 		},
+		"two podsets whose sum does not fit in 64 bits": {
+			cq: utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4")).Obj(),
+			wl: utiltesting.MakeWorkload("a", "ns").PodSets(
+				*utiltesting.MakePodSet("small", 1).Request("nvidia.com/gpu", "2").Obj(),
+				*utiltesting.MakePodSet("huge", 1).Request("nvidia.com/gpu", "9223372036854775806").Obj(),
+			).Obj(),
+			wantMode: NoFit, wantCounts: []int32{1, 1}, wantFlavors: []string{"h100", ""},
+		},
 		"partial admission scales every podset": {
 			cq: utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "10")).Obj(),
 			wl: utiltesting.MakeWorkload("a", "ns").PodSets(
