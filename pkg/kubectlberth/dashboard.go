@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -136,7 +137,7 @@ func (d *dashboard) handler() http.Handler {
 			}
 			q.Del("token")
 			r.URL.RawQuery = q.Encode()
-			http.Redirect(w, r, r.URL.RequestURI(), http.StatusSeeOther)
+			http.Redirect(w, r, localTarget(r.URL), http.StatusSeeOther)
 			return
 		}
 		if c, err := r.Cookie(cookie); err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(d.token)) != 1 {
@@ -145,6 +146,18 @@ func (d *dashboard) handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// localTarget is u's path and query as the target of a redirect on this
+// host. A path that begins with two slashes, or a slash and a backslash,
+// would name another host to the browser (//evil.example/): it starts with
+// one slash instead.
+func localTarget(u *url.URL) string {
+	target := "/" + strings.TrimLeft(u.EscapedPath(), `/\`)
+	if u.RawQuery != "" {
+		target += "?" + u.RawQuery
+	}
+	return target
 }
 
 func pageNumber(r *http.Request) int {

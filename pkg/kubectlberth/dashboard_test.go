@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -245,6 +246,36 @@ func TestDashboardRefusesStrangers(t *testing.T) {
 		_ = resp.Body.Close()
 		if resp.StatusCode != tc.want || len(resp.Cookies()) > 0 {
 			t.Errorf("%s: %d, cookies %v; want %d and none", tc.name, resp.StatusCode, resp.Cookies(), tc.want)
+		}
+	}
+}
+
+// TestDashboardRedirectsOnlyToItself: the redirect that takes the token
+// out of the address never names another host, whatever the path. The
+// request lines are written by hand: a client would read //host/ as a
+// host, a browser's address bar sends it as a path.
+func TestDashboardRedirectsOnlyToItself(t *testing.T) {
+	srv := testDashboard(t, &still{cl: benchCluster(1, 0)})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, path := range []string{"//evil.example/?token=", "/\\evil.example/?token=", "///evil.example?token=", "/cq/a?page=2&token="} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fmt.Fprintf(conn, "GET %s%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, srv.token, host); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		_ = conn.Close()
+		loc := resp.Header.Get("Location")
+		target, err := url.Parse(loc)
+		if resp.StatusCode != http.StatusSeeOther || err != nil || target.Host != "" || !strings.HasPrefix(loc, "/") ||
+			strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") || strings.Contains(loc, "token") {
+			t.Errorf("%s: %d to %q; want a redirect to a path of this host without the token", path, resp.StatusCode, loc)
 		}
 	}
 }
