@@ -106,6 +106,12 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	if finished, succeeded, msg := job.Finished(); finished {
+		// A JobSet ends while the pods of its other Jobs still terminate,
+		// a failed Job while its last pods do: the quota is theirs until
+		// none holds a node.
+		if n, err := LivePods(ctx, r.client, client.ObjectKeyFromObject(wl)); err != nil || n > 0 {
+			return ctrl.Result{RequeueAfter: podsGonePoll}, err
+		}
 		if err := r.apply(ctx, wl, workload.Finish(finishReason(succeeded), msg)); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -292,6 +292,18 @@ func TestJobReconciler(t *testing.T) {
 				berthv1alpha1.WorkloadQuotaReserved: "True", berthv1alpha1.WorkloadAdmitted: "True", berthv1alpha1.WorkloadFinished: "True",
 			}},
 		},
+		"a finished job's quota waits for its pods to end": {
+			job:      job().Label(fakeFinishedLabel, "failed").Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return admitted(workloadOf(j)).Obj() },
+			objs: []client.Object{&corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{
+					berthv1alpha1.WorkloadLabel: WorkloadName(fakeIntegration.GVK, "j", "uid-1"),
+				}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning},
+			}},
+			wantJob:      jobState{Exists: true, Parallelism: 2},
+			wantWorkload: workloadState{Exists: true, Queue: queued, Admitted: true, Conditions: condsAdmitted},
+		},
 		"a new queue label moves a waiting Workload": {
 			job: suspended(job()).Queue("other").Obj(),
 			workload: func(j *batchv1.Job) *berthv1alpha1.Workload {

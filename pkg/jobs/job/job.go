@@ -42,9 +42,10 @@ func wrap(obj client.Object) (jobframework.GenericJob, error) {
 type Job batchv1.Job
 
 var (
-	_ jobframework.GenericJob         = (*Job)(nil)
-	_ jobframework.JobWithPodSpecs    = (*Job)(nil)
-	_ jobframework.JobWithPodSetPaths = (*Job)(nil)
+	_ jobframework.GenericJob          = (*Job)(nil)
+	_ jobframework.JobWithPodSpecs     = (*Job)(nil)
+	_ jobframework.JobWithPodSetPaths  = (*Job)(nil)
+	_ jobframework.JobWithUpdateChecks = (*Job)(nil)
 )
 
 // Object is the Job.
@@ -53,8 +54,26 @@ func (j *Job) Object() client.Object { return (*batchv1.Job)(j) }
 // IsSuspended reports whether spec.suspend is true.
 func (j *Job) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 
-// Suspend sets spec.suspend.
-func (j *Job) Suspend() { j.Spec.Suspend = ptr.To(true) }
+// Suspend sets spec.suspend, and podReplacementPolicy Failed: a pod that
+// is deleted is replaced only once it has stopped, so that a Job never runs
+// more pods than it was admitted for while some terminate (the default,
+// TerminatingOrFailed, starts the replacement at once).
+func (j *Job) Suspend() {
+	j.Spec.Suspend = ptr.To(true)
+	j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+}
+
+// ValidateOnUpdate refuses another podReplacementPolicy on a queued Job
+// than the Failed that Berth set.
+func (j *Job) ValidateOnUpdate(old jobframework.GenericJob) field.ErrorList {
+	oldJob, ok := old.(*Job)
+	if !ok || jobframework.QueueName(j) == "" || ptr.Deref(oldJob.Spec.PodReplacementPolicy, "") != batchv1.Failed ||
+		ptr.Deref(j.Spec.PodReplacementPolicy, "") == batchv1.Failed {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(field.NewPath("spec", "podReplacementPolicy"), ptr.Deref(j.Spec.PodReplacementPolicy, ""),
+		[]batchv1.PodReplacementPolicy{batchv1.Failed})}
+}
 
 // PodSpecs is the spec of the Job's pod template.
 func (j *Job) PodSpecs() []*corev1.PodSpec {

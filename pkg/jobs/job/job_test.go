@@ -47,7 +47,7 @@ func TestPodSets(t *testing.T) {
 
 func TestRunAndRestore(t *testing.T) {
 	orig := utiltesting.MakeJob("j", "ns").Parallelism(4).Obj()
-	orig.Spec.Suspend = ptr.To(true)
+	(*Job)(orig).Suspend()
 	orig.Spec.Template.Spec.NodeSelector = map[string]string{"zone": "a"}
 	job := (*Job)(orig.DeepCopy())
 	admitted := jobframework.PodSetInfo{
@@ -95,5 +95,23 @@ func TestFinished(t *testing.T) {
 				t.Errorf("finished, succeeded (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestHeldJobsReplacePodsOnceStopped: a Job Berth holds replaces a deleted
+// pod only once it has stopped, and its owner cannot change that back.
+func TestHeldJobsReplacePodsOnceStopped(t *testing.T) {
+	j := (*Job)(utiltesting.MakeJob("j", "ns").Queue("main").Obj())
+	j.Suspend()
+	if got := ptr.Deref(j.Spec.PodReplacementPolicy, ""); got != batchv1.Failed {
+		t.Fatalf("podReplacementPolicy %q, want Failed", got)
+	}
+	changed := (*Job)((*batchv1.Job)(j).DeepCopy())
+	changed.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
+	if errs := changed.ValidateOnUpdate(j); len(errs) != 1 || errs[0].Field != "spec.podReplacementPolicy" {
+		t.Errorf("back to TerminatingOrFailed: %v, want a refusal naming spec.podReplacementPolicy", errs)
+	}
+	if errs := (*Job)((*batchv1.Job)(j).DeepCopy()).ValidateOnUpdate(j); len(errs) != 0 {
+		t.Errorf("an update that keeps it: %v", errs)
 	}
 }
