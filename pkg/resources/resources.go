@@ -158,3 +158,13 @@ func (u Usage) Sub(o Usage) {
 		}
 	}
 }
+
+// ByResource sums u over its flavors: the amount of each resource,
+// whichever flavor it is on.
+func (u Usage) ByResource() Requests {
+	r := make(Requests, len(u))
+	for fr, v := range u {
+		r[fr.Resource] = Add(r[fr.Resource], v)
+	}
+	return r
+}

@@ -90,3 +90,17 @@ func FuzzValue(f *testing.F) {
 		}
 	})
 }
+
+func TestUsageByResource(t *testing.T) {
+	u := Usage{
+		{Flavor: "h100", Resource: "nvidia.com/gpu"}: 8,
+		{Flavor: "a100", Resource: "nvidia.com/gpu"}: 4,
+		{Flavor: "h100", Resource: corev1.ResourceCPU}: Max,
+		{Flavor: "a100", Resource: corev1.ResourceCPU}: 1,
+	}
+	got := u.ByResource()
+	want := Requests{"nvidia.com/gpu": 12, corev1.ResourceCPU: Max}
+	if len(got) != len(want) || got["nvidia.com/gpu"] != want["nvidia.com/gpu"] || got[corev1.ResourceCPU] != want[corev1.ResourceCPU] {
+		t.Errorf("ByResource() = %v, want %v", got, want)
+	}
+}

@@ -78,3 +78,15 @@ func (p *PodWrapper) Gated() *PodWrapper {
 	p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: berthv1alpha1.AdmissionGate})
 	return p
 }
+
+// Bound binds the pod to node, as the scheduler does.
+func (p *PodWrapper) Bound(node string) *PodWrapper {
+	p.Spec.NodeName = node
+	return p
+}
+
+// Phase sets the pod's phase, as the kubelet does.
+func (p *PodWrapper) Phase(phase corev1.PodPhase) *PodWrapper {
+	p.Status.Phase = phase
+	return p
+}
