@@ -7,12 +7,14 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,6 +110,8 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	case !wl.DeletionTimestamp.IsZero():
 		return r.forgetOnceStopped(ctx, req.NamespacedName)
+	case orphaned(wl):
+		return r.stopOrphan(ctx, wl)
 	case workload.HasQuotaReservation(wl):
 		return r.reconcileReserved(ctx, wl)
 	default:
@@ -144,6 +148,75 @@ func (r *WorkloadReconciler) forget(key string) {
 		r.queues.QueueInadmissible(cq)
 	}
 }
+
+// orphaned reports whether wl is the Workload of a job that was deleted
+// while its dependents were kept (kubectl delete --cascade=orphan): it was
+// made for a job (it carries the job's UID) and no longer has an owner.
+func orphaned(wl *berthv1alpha1.Workload) bool {
+	return wl.Labels[berthv1alpha1.JobUIDLabel] != "" && len(wl.OwnerReferences) == 0
+}
+
+// stopOrphan ends the Workload of a job deleted with its pods kept: those
+// pods were admitted as the job's and nothing accounts for them once it is
+// gone. Berth stops them (it suspends a Job that the deleted job made and
+// kept, a JobSet's, and deletes the other pods), and deletes the Workload
+// once none is left on a node; until then it keeps the quota.
+func (r *WorkloadReconciler) stopOrphan(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+	pods := &corev1.PodList{}
+	if err := r.client.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	live, stopping := 0, 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		live++
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		stopping++
+		if err := r.stopOrphanedPod(ctx, p); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if stopping > 0 {
+		r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, EventOrphaned, "Stop",
+			"The workload's job was deleted and its pods kept (--cascade=orphan): Berth stops the %d pods it admitted; the quota is held until they are gone", stopping)
+	}
+	if live > 0 {
+		return ctrl.Result{RequeueAfter: podsGonePoll}, nil
+	}
+	pre := client.Preconditions{UID: &wl.UID, ResourceVersion: &wl.ResourceVersion}
+	return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, wl, pre))
+}
+
+// stopOrphanedPod stops a pod of an orphaned Workload: the Job that still
+// controls it is suspended, which deletes its pods and makes no more;
+// another pod is deleted.
+func (r *WorkloadReconciler) stopOrphanedPod(ctx context.Context, p *corev1.Pod) error {
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
+		job := &batchv1.Job{}
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, job)
+		if err == nil && job.UID == ref.UID {
+			if ptr.Deref(job.Spec.Suspend, false) {
+				return nil
+			}
+			patched := job.DeepCopy()
+			patched.Spec.Suspend = ptr.To(true)
+			return client.IgnoreNotFound(r.client.Patch(ctx, patched, client.MergeFromWithOptions(job, client.MergeFromWithOptimisticLock{})))
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return client.IgnoreNotFound(r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}))
+}
+
+// EventOrphaned is the Warning on a Workload whose job was deleted while
+// its pods were kept.
+const EventOrphaned = "Orphaned"
 
 // pendingResync is how often a pending workload is handed to the queues
 // again. It costs little when the queues hold its version, and it bounds
