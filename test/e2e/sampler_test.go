@@ -2,15 +2,23 @@ package e2e
 
 import (
 	"context"
-	"strconv"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // gpuSampler samples, every second, the GPUs that the pods of a namespace
 // hold on nodes: every pod bound to a node that has not succeeded or
-// failed, terminating ones included. It checks quota from what actually
+// failed, terminating ones included, with its effective requests
+// (sidecars, init containers and resizes counted as Kubernetes counts
+// them). It checks quota from what actually
 // runs, not from Berth's own books.
 type gpuSampler struct {
 	mu      sync.Mutex
@@ -51,30 +59,34 @@ func (e *env) sampleGPUs(limit int) *gpuSampler {
 }
 
 func (s *gpuSampler) sample(ctx context.Context, ns string) {
-	out, err := kubectl(ctx, "", "get", "pods", "-n", ns, "-o",
-		`jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.spec.containers[0].resources.requests.nvidia\.com/gpu}{"\n"}{end}`)
+	out, err := kubectl(ctx, "", "get", "pods", "-n", ns, "-o", "json")
 	if err != nil {
 		return
 	}
-	held := 0
+	pods := &corev1.PodList{}
+	if err := json.Unmarshal([]byte(out), pods); err != nil {
+		return
+	}
+	held := int64(0)
 	var holders []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 4 || f[2] == "Succeeded" || f[2] == "Failed" {
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		gpus, err := strconv.Atoi(f[3])
-		if err != nil {
+		// What the pod holds on its node, as Kubernetes counts it.
+		gpus := workload.RunningPodRequests(p)["nvidia.com/gpu"]
+		if gpus == 0 {
 			continue
 		}
-		held += gpus
-		holders = append(holders, f[0]+"="+f[3])
+		held = resources.Add(held, gpus)
+		holders = append(holders, fmt.Sprintf("%s=%d", p.Name, gpus))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.samples++
-	if held > s.max {
-		s.max, s.worst = held, strings.Join(holders, " ")
+	if int(held) > s.max {
+		s.max, s.worst = int(held), strings.Join(holders, " ")
 	}
 }
 
