@@ -131,7 +131,8 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 }
 
 // WrapTransport is a rest.Config.WrapTransport that fences the leader's
-// writes: Workloads and Berth's other kinds, Jobs and JobSets. The other
+// writes (leaderWrite): Workloads and Berth's other kinds, Jobs, JobSets,
+// pods, PodTemplates and ProvisioningRequests. The other
 // writes go through: every replica writes events, its certificates and
 // the CA bundle, and the lease itself is how it stays leader.
 func (f *Fence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
@@ -157,8 +158,16 @@ type roundTripper func(*http.Request) (*http.Response, error)
 // RoundTrip calls rt.
 func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return rt(req) }
 
-// leaderGroups are the API groups that only the leader writes.
-var leaderGroups = []string{"/apis/berth.dev/", "/apis/batch/", "/apis/jobset.x-k8s.io/"}
+// leaderGroups are the API groups that only the leader writes: Berth's
+// kinds, the jobs it suspends and starts, and the ProvisioningRequests of
+// its admission checks.
+var leaderGroups = []string{"/apis/berth.dev/", "/apis/batch/", "/apis/jobset.x-k8s.io/", "/apis/autoscaling.x-k8s.io/"}
+
+// leaderCoreResources are the core kinds that only the leader writes: the
+// pods it lets through its gate, stops and deletes, and the PodTemplates of
+// ProvisioningRequests. Every replica writes events and its certificates'
+// Secret.
+var leaderCoreResources = map[string]bool{"pods": true, "podtemplates": true}
 
 func leaderWrite(req *http.Request) bool {
 	switch req.Method {
@@ -171,5 +180,11 @@ func leaderWrite(req *http.Request) bool {
 			return true
 		}
 	}
-	return false
+	// /api/v1/namespaces/{namespace}/{resource}[/{name}[/{subresource}]]
+	rest, ok := strings.CutPrefix(req.URL.Path, "/api/v1/namespaces/")
+	if !ok {
+		return false
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	return len(parts) >= 2 && leaderCoreResources[parts[1]]
 }

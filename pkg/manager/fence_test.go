@@ -88,3 +88,31 @@ func TestFence(t *testing.T) {
 		t.Errorf("late %d, want 1", late)
 	}
 }
+
+// TestLeaderWrites: every write that admits, stops or provisions for a
+// workload is the leader's, the pods it lets through and deletes among
+// them; events and certificates are not.
+func TestLeaderWrites(t *testing.T) {
+	cases := map[string]struct {
+		method, path string
+		want         bool
+	}{
+		"a Workload's status":           {http.MethodPut, "/apis/berth.dev/v1alpha1/namespaces/ns/workloads/w/status", true},
+		"a Job":                         {http.MethodPatch, "/apis/batch/v1/namespaces/ns/jobs/j", true},
+		"a pod let through its gate":    {http.MethodPut, "/api/v1/namespaces/ns/pods/p", true},
+		"a pod stopped":                 {http.MethodDelete, "/api/v1/namespaces/ns/pods/p", true},
+		"a ProvisioningRequest":         {http.MethodPost, "/apis/autoscaling.x-k8s.io/v1/namespaces/ns/provisioningrequests", true},
+		"a PodTemplate":                 {http.MethodPost, "/api/v1/namespaces/ns/podtemplates", true},
+		"an event":                      {http.MethodPost, "/api/v1/namespaces/ns/events", false},
+		"the certificates' Secret":      {http.MethodPut, "/api/v1/namespaces/berth-system/secrets/berth-webhook-server-cert", false},
+		"a read of pods":                {http.MethodGet, "/api/v1/namespaces/ns/pods", false},
+		"a namespace named pods":        {http.MethodPost, "/api/v1/namespaces/pods/events", false},
+		"the lease is how it stays one": {http.MethodPut, "/apis/coordination.k8s.io/v1/namespaces/berth-system/leases/berth.dev", false},
+	}
+	for name, tc := range cases {
+		req, _ := http.NewRequest(tc.method, "https://api"+tc.path, nil)
+		if got := leaderWrite(req); got != tc.want {
+			t.Errorf("%s: leader's write %v, want %v", name, got, tc.want)
+		}
+	}
+}
