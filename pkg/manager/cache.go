@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/fastwatch"
@@ -55,7 +56,9 @@ type Scope struct {
 
 // byObject restricts what the cache holds of kinds that Berth reads only
 // in part: of the pods, those Berth holds or runs, which carry the managed
-// label (quota is released when they are gone); of the StatefulSets, the
+// label (quota is released when they are gone; the quota audit reads the
+// queued pods without it from a cache of its own, QueuedPodsCache); of the
+// StatefulSets, the
 // queued ones, whose replicas are their pod groups' sizes; of the webhook
 // configurations, its own, listed and watched by name so that its role may
 // name them (resourceNames).
@@ -79,4 +82,28 @@ func (s Scope) byObject() map[client.Object]cache.ByObject {
 		out[&admissionregistrationv1.MutatingWebhookConfiguration{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.MutatingWebhookConfiguration)}
 	}
 	return out
+}
+
+// QueuedPodsCache is a cache of the pods that the manager's cache leaves
+// out and the quota audit (pkg/auditor) must see: those that name a
+// LocalQueue (berth.dev/queue-name) and carry no berth.dev/managed, having
+// escaped Berth's webhook. The API server selects them, so that neither
+// cache holds a pod twice nor every pod of the cluster, and its watch
+// carries no event while all is well.
+func QueuedPodsCache(mgr manager.Manager) (cache.Cache, error) {
+	queued, err := labels.NewRequirement(berthv1alpha1.QueueNameLabel, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	unmanaged, err := labels.NewRequirement(berthv1alpha1.ManagedLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:           mgr.GetScheme(),
+		Mapper:           mgr.GetRESTMapper(),
+		HTTPClient:       mgr.GetHTTPClient(),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*queued, *unmanaged)}},
+	})
 }

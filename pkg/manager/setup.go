@@ -114,6 +114,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := controller.Setup(ctx, mgr, engine, ctrlOpts); err != nil {
 		return err
 	}
+	if err := setupAudit(ctx, mgr, enabled, opts.Jobs.PodNamespaces, recorder); err != nil {
+		return fmt.Errorf("setting up the quota audit: %w", err)
+	}
 	if err := provisioning.Setup(mgr, writer); err != nil {
 		return fmt.Errorf("setting up the provisioning admission check: %w", err)
 	}

@@ -74,6 +74,15 @@ var (
 		Help: "Watches opened, by resource; more than one per resource every five minutes means the API server closes them early.",
 	}, []string{"resource"})
 
+	// UnaccountedResources is what running pods use beyond what their
+	// ClusterQueue admitted, in the resource's unit: the quota audit
+	// (pkg/auditor) counts it from the pods themselves. It is 0 for every
+	// resource a ClusterQueue covers while all is well.
+	UnaccountedResources = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_unaccounted_resources",
+		Help: "What bound, running pods use beyond what their ClusterQueue admitted, by ClusterQueue and resource (cores for cpu, bytes for memory); 0 when all is well.",
+	}, []string{"cluster_queue", "resource"})
+
 	// AdmittedActiveWorkloads is the number of workloads holding quota per
 	// ClusterQueue.
 	AdmittedActiveWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -84,7 +93,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(AdmittedWorkloads, PreemptedWorkloads, EvictedWorkloads, PendingWorkloads, AdmittedActiveWorkloads, WatchesStarted,
-		AdmissionWaitTime, ClusterQueueResourceUsage, ClusterQueueNominalQuota, AdmissionCycleDuration)
+		AdmissionWaitTime, ClusterQueueResourceUsage, ClusterQueueNominalQuota, AdmissionCycleDuration, UnaccountedResources)
 }
 
 // ClusterQueueDeleted drops the series of a deleted ClusterQueue.
