@@ -54,8 +54,8 @@ func NextRequeue(wl *berthv1alpha1.Workload, b Backoff, now time.Time) RequeueDe
 	}
 	if b.Limit != nil && count >= *b.Limit {
 		return RequeueDecision{Deactivate: fmt.Sprintf(
-			"Deactivated after %d requeues, the limit (waitForPodsReady.requeuingStrategy.backoffLimitCount); the last eviction (%s): %s. Set spec.active to true to queue it again",
-			count, ev.Reason, ev.Message)}
+			"Deactivated after %d requeues, the limit (waitForPodsReady.requeuingStrategy.backoffLimitCount); the last eviction (%s): %s. %s",
+			count, ev.Reason, ev.Message, resumeHint(wl))}
 	}
 	wait := b.Base
 	for range count {
@@ -75,6 +75,11 @@ func NextRequeue(wl *berthv1alpha1.Workload, b Backoff, now time.Time) RequeueDe
 	return RequeueDecision{At: &at}
 }
 
+// resumeHint tells a deactivated workload's owner how to queue it again.
+func resumeHint(wl *berthv1alpha1.Workload) string {
+	return fmt.Sprintf("Resume it to queue it again: kubectl berth resume workload %s -n %s", wl.Name, wl.Namespace)
+}
+
 // checkRequeue is how a workload evicted by an admission check goes back:
 // deactivated, with the check's message, if one rejected it; after the
 // wait a check that asks to retry names, otherwise.
@@ -84,7 +89,7 @@ func checkRequeue(wl *berthv1alpha1.Workload, now time.Time) RequeueDecision {
 	case c == nil:
 		return RequeueDecision{}
 	case c.State == berthv1alpha1.CheckStateRejected:
-		return RequeueDecision{Deactivate: CheckFailureMessage(c) + ". Set spec.active to true to queue it again"}
+		return RequeueDecision{Deactivate: CheckFailureMessage(c) + ". " + resumeHint(wl)}
 	case c.RequeueAfterSeconds != nil && *c.RequeueAfterSeconds > 0:
 		at := now.Add(time.Duration(*c.RequeueAfterSeconds) * time.Second).Truncate(time.Second)
 		return RequeueDecision{At: &at}

@@ -106,8 +106,16 @@ func TestPluginWithAUsersOwnRights(t *testing.T) {
 	if _, err := berth(t, "alice", "usage", "-n", ns); err == nil || !strings.Contains(err.Error(), "not allowed to read ClusterQueues") {
 		t.Errorf("usage as alice: %v, want a refusal", err)
 	}
-	if _, err := berth(t, "alice", "stop", "workload", "w0", "-n", ns); err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Errorf("stop as alice: %v, want forbidden", err)
+	// Her own workloads she stops and resumes, and changes nothing else.
+	for _, verb := range []string{"stop", "resume"} {
+		if out, err := berth(t, "alice", verb, "workload", "w0", "-n", ns); err != nil {
+			t.Errorf("%s as alice: %v\n%s", verb, err, out)
+		}
+	}
+	for _, patch := range []string{`{"spec":{"queueName":"other"}}`, `{"spec":{"priority":1000}}`, `{"metadata":{"labels":{"berth.dev/job-uid":"x"}}}`} {
+		if _, stderr, err := server.Kubectl(ctx, "--as", "alice", "patch", "workload", "w0", "-n", ns, "--type=merge", "-p", patch); err == nil || !strings.Contains(stderr, "a job's owner may") {
+			t.Errorf("alice patching %s: %v %s, want a refusal", patch, err, stderr)
+		}
 	}
 	if out, err := berth(t, "alice", "why", "workload/w0", "-n", ns, "-o", "json"); err != nil || !strings.Contains(out, `"positionInLocalQueue": 3`) {
 		t.Errorf("why as alice: %v\n%s", err, out)
