@@ -36,20 +36,13 @@ func (o *options) positionsCommand() *cobra.Command {
 		Short: "The pending workloads of a queue, in the order Berth will try them",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
 			kind, name := args[0], args[1]
 			switch kind {
 			case "localqueue", "lq", "clusterqueue", "cq":
 			default:
 				return fmt.Errorf("positions of %q: want localqueue or clusterqueue", kind)
 			}
-			c, err := o.newClient()
-			if err != nil {
-				return err
-			}
-			ns, err := o.namespace()
+			c, ns, err := o.prepare()
 			if err != nil {
 				return err
 			}

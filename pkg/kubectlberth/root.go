@@ -93,6 +93,23 @@ func (o *options) namespace() (string, error) {
 	return ns, nil
 }
 
+// prepare is what each command that reads does first: it checks the
+// output format, makes the client and finds the command's namespace.
+func (o *options) prepare() (client.Client, string, error) {
+	if err := o.checkOutput(); err != nil {
+		return nil, "", err
+	}
+	c, err := o.newClient()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := o.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return c, ns, nil
+}
+
 func (o *options) checkOutput() error {
 	switch o.output {
 	case "table", "json", "yaml":

@@ -59,14 +59,7 @@ func (o *options) usageCommand() *cobra.Command {
 		Short: "The cohort tree: per ClusterQueue, flavor and resource, the quota, what is used, borrowed and lendable",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
-			c, err := o.newClient()
-			if err != nil {
-				return err
-			}
-			ns, err := o.namespace()
+			c, ns, err := o.prepare()
 			if err != nil {
 				return err
 			}

@@ -51,17 +51,10 @@ func (o *options) whatIfCommand() *cobra.Command {
 		Short: "Would this Job, JobSet or Workload be admitted now? Berth's own engine judges it on the live cluster, and nothing is written",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
 			if file == "" {
 				return fmt.Errorf("what-if needs -f FILE, a Job, JobSet or Workload manifest")
 			}
-			c, err := o.newClient()
-			if err != nil {
-				return err
-			}
-			ns, err := o.namespace()
+			c, ns, err := o.prepare()
 			if err != nil {
 				return err
 			}

@@ -58,14 +58,7 @@ func (o *options) whyCommand() *cobra.Command {
 		Short: "Where a job's Workload is, and why it waits, in numbers",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
-			c, err := o.newClient()
-			if err != nil {
-				return err
-			}
-			ns, err := o.namespace()
+			c, ns, err := o.prepare()
 			if err != nil {
 				return err
 			}
