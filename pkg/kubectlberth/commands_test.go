@@ -206,20 +206,27 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(out), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if diff := cmp.Diff(string(want), out); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
-			}
+			compareGolden(t, name, out)
 		})
+	}
+}
+
+// compareGolden compares out with testdata/name.golden, which -update
+// rewrites.
+func compareGolden(t *testing.T, name, out string) {
+	t.Helper()
+	golden := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package kubectlberth is kubectl berth, the kubectl plugin: positions,
-// why, usage, stop and resume, what-if and the dashboard. It reads the
+// why, usage, stop and resume, what-if, the dashboard and the audit. It reads the
 // cluster through the user's own credentials, with kubectl's flags
 // (k8s.io/cli-runtime), and writes nothing but what stop and resume
 // change.
@@ -8,5 +8,6 @@
 // positions with the queues' order (queue.Sort), what-if with the
 // scheduler itself (pkg/scheduler) run once on a snapshot of the cluster
 // with a recording applier, the Workload of a job with the job layer
-// (jobframework.WorkloadFor). cmd/kubectl-berth only wires it.
+// (jobframework.WorkloadFor), the audit with the controller's comparison
+// (audit.Compare). cmd/kubectl-berth only wires it.
 package kubectlberth
