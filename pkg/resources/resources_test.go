@@ -93,8 +93,8 @@ func FuzzValue(f *testing.F) {
 
 func TestUsageByResource(t *testing.T) {
 	u := Usage{
-		{Flavor: "h100", Resource: "nvidia.com/gpu"}: 8,
-		{Flavor: "a100", Resource: "nvidia.com/gpu"}: 4,
+		{Flavor: "h100", Resource: "nvidia.com/gpu"}:   8,
+		{Flavor: "a100", Resource: "nvidia.com/gpu"}:   4,
 		{Flavor: "h100", Resource: corev1.ResourceCPU}: Max,
 		{Flavor: "a100", Resource: corev1.ResourceCPU}: 1,
 	}
