@@ -22,7 +22,11 @@ func requests(pairs ...string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Requests: l}
 }
 
+// TestPodRequests counts what the API server and the kubelet count for a
+// pod: limits standing for missing requests, sidecars added to the
+// containers, the overhead.
 func TestPodRequests(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
 	cases := map[string]struct {
 		spec corev1.PodSpec
 		want resources.Requests
@@ -44,6 +48,37 @@ func TestPodRequests(t *testing.T) {
 				Overhead:   corev1.ResourceList{"cpu": resource.MustParse("250m")},
 			},
 			want: resources.Requests{"cpu": 1250},
+		},
+		"GPUs in limits only are requested": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("1")},
+				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
+			}}}},
+			want: resources.Requests{"cpu": 1000, "nvidia.com/gpu": 8},
+		},
+		"an explicit request below the limit is the request": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("1")},
+				Limits:   corev1.ResourceList{"cpu": resource.MustParse("4")},
+			}}}},
+			want: resources.Requests{"cpu": 1000},
+		},
+		"a sidecar adds to the containers": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{{Resources: requests("nvidia.com/gpu", "2"), RestartPolicy: &always}},
+				Containers:     []corev1.Container{{Resources: requests("nvidia.com/gpu", "8")}},
+			},
+			want: resources.Requests{"nvidia.com/gpu": 10},
+		},
+		"an init container after a sidecar runs beside it": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{
+					{Resources: requests("cpu", "1"), RestartPolicy: &always},
+					{Resources: limits("cpu", "4")},
+				},
+				Containers: []corev1.Container{{Resources: requests("cpu", "1")}},
+			},
+			want: resources.Requests{"cpu": 5000},
 		},
 	}
 	for name, tc := range cases {
@@ -92,56 +127,6 @@ func TestNewInfoUsage(t *testing.T) {
 func limits(pairs ...string) corev1.ResourceRequirements {
 	r := requests(pairs...)
 	return corev1.ResourceRequirements{Limits: r.Requests}
-}
-
-// TestPodRequestsAsKubernetes counts what the API server and the kubelet
-// count for a pod: limits standing for missing requests, sidecars added
-// to the containers, pod-level resources.
-func TestPodRequestsAsKubernetes(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
-	cases := map[string]struct {
-		spec corev1.PodSpec
-		want resources.Requests
-	}{
-		"GPUs in limits only are requested": {
-			spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"cpu": resource.MustParse("1")},
-				Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")},
-			}}}},
-			want: resources.Requests{"cpu": 1000, "nvidia.com/gpu": 8},
-		},
-		"an explicit request below the limit is the request": {
-			spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"cpu": resource.MustParse("1")},
-				Limits:   corev1.ResourceList{"cpu": resource.MustParse("4")},
-			}}}},
-			want: resources.Requests{"cpu": 1000},
-		},
-		"a sidecar adds to the containers": {
-			spec: corev1.PodSpec{
-				InitContainers: []corev1.Container{{Resources: requests("nvidia.com/gpu", "2"), RestartPolicy: &always}},
-				Containers:     []corev1.Container{{Resources: requests("nvidia.com/gpu", "8")}},
-			},
-			want: resources.Requests{"nvidia.com/gpu": 10},
-		},
-		"an init container after a sidecar runs beside it": {
-			spec: corev1.PodSpec{
-				InitContainers: []corev1.Container{
-					{Resources: requests("cpu", "1"), RestartPolicy: &always},
-					{Resources: limits("cpu", "4")},
-				},
-				Containers: []corev1.Container{{Resources: requests("cpu", "1")}},
-			},
-			want: resources.Requests{"cpu": 5000},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, PodRequests(&tc.spec)); diff != "" {
-				t.Errorf("requests (-want +got):\n%s", diff)
-			}
-		})
-	}
 }
 
 func TestApplyPodDefaults(t *testing.T) {
