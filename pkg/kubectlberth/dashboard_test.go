@@ -10,8 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -151,19 +149,7 @@ func TestDashboardPages(t *testing.T) {
 			if strings.Contains(body, "b/low</td><td><a href=\"/cq/team-b\">") && tc.name == "dashboard-queue" {
 				t.Errorf("the queue page shows another queue's happening")
 			}
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(body), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to write it)", err)
-			}
-			if diff := cmp.Diff(string(want), body); diff != "" {
-				t.Errorf("page (-want +got):\n%s", diff)
-			}
+			compareGolden(t, tc.name, body)
 		})
 	}
 	t.Run("whole-page", func(t *testing.T) {
