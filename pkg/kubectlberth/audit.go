@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -94,20 +93,9 @@ func (o *options) auditCommand() *cobra.Command {
 // queued pod counts in every namespace that its default pod namespace
 // selector selects (all but kube-system and berth-system).
 func auditInput(ctx context.Context, c client.Reader, ns string) (audit.Input, error) {
-	managed, err := labels.NewRequirement(berthv1alpha1.ManagedLabel, selection.Exists, nil)
-	if err != nil {
-		return audit.Input{}, err
-	}
-	queued, err := labels.NewRequirement(berthv1alpha1.QueueNameLabel, selection.Exists, nil)
-	if err != nil {
-		return audit.Input{}, err
-	}
-	unmanaged, err := labels.NewRequirement(berthv1alpha1.ManagedLabel, selection.DoesNotExist, nil)
-	if err != nil {
-		return audit.Input{}, err
-	}
+	managed, queued := audit.PodSelectors()
 	var in audit.Input
-	for _, sel := range []labels.Selector{labels.NewSelector().Add(*managed), labels.NewSelector().Add(*queued, *unmanaged)} {
+	for _, sel := range []labels.Selector{managed, queued} {
 		pods := &corev1.PodList{}
 		if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 			return audit.Input{}, err

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/audit"
 	"github.com/berth-dev/berth/pkg/fastwatch"
 )
 
@@ -91,19 +92,12 @@ func (s Scope) byObject() map[client.Object]cache.ByObject {
 // cache holds a pod twice nor every pod of the cluster, and its watch
 // carries no event while all is well.
 func QueuedPodsCache(mgr manager.Manager) (cache.Cache, error) {
-	queued, err := labels.NewRequirement(berthv1alpha1.QueueNameLabel, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	unmanaged, err := labels.NewRequirement(berthv1alpha1.ManagedLabel, selection.DoesNotExist, nil)
-	if err != nil {
-		return nil, err
-	}
+	_, queued := audit.PodSelectors()
 	return cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:           mgr.GetScheme(),
 		Mapper:           mgr.GetRESTMapper(),
 		HTTPClient:       mgr.GetHTTPClient(),
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*queued, *unmanaged)}},
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: queued}},
 	})
 }
