@@ -114,12 +114,12 @@ func Compare(in Input) Report {
 	running := make(map[workloadResource]int64, len(in.Pods))
 	var found []Finding
 	for i, pod := range in.Pods {
-		if !Running(pod) {
+		if !runs(pod) {
 			continue
 		}
 		wl := ix.workloadOf(pod)
 		switch {
-		case wl != nil && HoldsQuota(wl):
+		case wl != nil && holdsQuota(wl):
 			ofAdmitted[i] = wl
 			requests := memo.requests(pod)
 			for name := range memo.admitted(wl) {
@@ -141,15 +141,15 @@ type workloadResource struct {
 	name corev1.ResourceName
 }
 
-// Running reports whether pod holds resources on a node: it is bound and
+// runs reports whether pod holds resources on a node: it is bound and
 // has not succeeded or failed.
-func Running(pod *corev1.Pod) bool {
+func runs(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// HoldsQuota reports whether wl holds quota in a ClusterQueue, as Berth's
+// holdsQuota reports whether wl holds quota in a ClusterQueue, as Berth's
 // cache counts it: reserved (or admitted) and not finished.
-func HoldsQuota(wl *berthv1alpha1.Workload) bool {
+func holdsQuota(wl *berthv1alpha1.Workload) bool {
 	return wl.Status.Admission != nil && workload.HasQuotaReservation(wl) && !workload.IsFinished(wl)
 }
 

@@ -16,10 +16,11 @@ import (
 // BenchmarkCompare audits a cluster the size of the perf baseline: 15,000
 // admitted Workloads of Jobs in 30 namespaces (one LocalQueue and
 // ClusterQueue each), two pods each of 1 cpu and 1Gi, so 30,000 running
-// pods; every 97th Workload (about 150, in every queue) runs a third pod beyond its admission. Half
-// the pods are proven by their owner, half by their label. afresh
-// computes every pod's requests; remembered keeps them from the audit
-// before, as the controller does, none of the pods having changed.
+// pods; every 97th Workload (about 150, in every queue) runs a third pod
+// beyond its admission. Half the pods are proven by their owner, half by
+// their label. afresh computes every pod's requests; remembered keeps
+// them from the audit before, as the controller does, none of the pods
+// having changed.
 func BenchmarkCompare(b *testing.B) {
 	in := Input{}
 	const queues, workloads = 30, 15000

@@ -87,7 +87,7 @@ func (ix *index) ownedBy(owner types.UID, namespace string) *berthv1alpha1.Workl
 			continue
 		}
 		only, n = wl, n+1
-		if HoldsQuota(wl) {
+		if holdsQuota(wl) {
 			holding, held = wl, held+1
 		}
 	}
