@@ -98,11 +98,11 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if err != nil {
 		return nil, err
 	}
-	// What Berth wrote is checked whatever the queue label says: the pods
-	// of an admitted Job carry Berth's labels, not always the queue's.
-	errs := ownedKeysChanged(oldJob.Object(), newJob.Object())
+	// An integration's own checks run whatever the queue label says: the
+	// pods of an admitted Job carry Berth's labels, not always the queue's.
+	var errs field.ErrorList
 	if c, ok := newJob.(JobWithUpdateChecks); ok {
-		errs = append(errs, c.ValidateOnUpdate(oldJob)...)
+		errs = c.ValidateOnUpdate(oldJob)
 	}
 	if len(errs) > 0 || (!v.managed(oldJob) && !v.managed(newJob)) {
 		return nil, v.invalid(newJob, errs)
@@ -235,27 +235,6 @@ func podSetPaths(job GenericJob, podSet string) (count, template *field.Path) {
 		return p.PodSetPaths(podSet)
 	}
 	return field.NewPath("spec"), field.NewPath("spec")
-}
-
-// ownedKeysChanged refuses a change of the labels and annotations that
-// Berth writes on a user's object (berthv1alpha1.OwnedLabels and
-// OwnedAnnotations), naming the key: the caller has made sure that the
-// change is not Berth's own.
-func ownedKeysChanged(oldObj, newObj client.Object) field.ErrorList {
-	var errs field.ErrorList
-	changed := func(path *field.Path, keys []string, have, want map[string]string) {
-		for _, k := range keys {
-			o, oldOK := have[k]
-			n, newOK := want[k]
-			if o != n || oldOK != newOK {
-				errs = append(errs, field.Forbidden(path.Key(k), "only Berth sets or changes this key: it says what Berth admitted the object for"))
-			}
-		}
-	}
-	meta := field.NewPath("metadata")
-	changed(meta.Child("labels"), berthv1alpha1.OwnedLabels, oldObj.GetLabels(), newObj.GetLabels())
-	changed(meta.Child("annotations"), berthv1alpha1.OwnedAnnotations, oldObj.GetAnnotations(), newObj.GetAnnotations())
-	return errs
 }
 
 // queueLabelChange refuses moving or removing a job that holds quota: its

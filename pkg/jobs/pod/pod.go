@@ -181,6 +181,8 @@ func (p *Pod) ValidateOnCreate() field.ErrorList {
 }
 
 // ValidateOnUpdate refuses, from anyone but Berth's controller:
+//   - a change of the labels and annotations Berth wrote (see
+//     ownedKeysChanged);
 //   - a change of the group or the queue of a pod of a group (see
 //     groupFieldsChanged);
 //   - the removal of Berth's scheduling gate: only admission lets a held
@@ -193,7 +195,8 @@ func (p *Pod) ValidateOnUpdate(old jobframework.GenericJob) field.ErrorList {
 	if !ok {
 		return nil
 	}
-	errs := groupFieldsChanged((*corev1.Pod)(oldPod), (*corev1.Pod)(p))
+	errs := ownedKeysChanged(oldPod.Object(), p.Object())
+	errs = append(errs, groupFieldsChanged((*corev1.Pod)(oldPod), (*corev1.Pod)(p))...)
 	if oldPod.IsSuspended() && !p.IsSuspended() {
 		errs = append(errs, field.Forbidden(p.HoldPath(), fmt.Sprintf(
 			"only Berth removes the gate %s, once the pod's workload is admitted", berthv1alpha1.AdmissionGate)))
@@ -302,4 +305,25 @@ func (p *Pod) PodsReady() bool {
 		}
 	}
 	return false
+}
+
+// ownedKeysChanged refuses a change of the labels and annotations that
+// Berth writes on a user's pod (berthv1alpha1.OwnedLabels and
+// OwnedAnnotations), naming the key: the caller has made sure that the
+// change is not Berth's own.
+func ownedKeysChanged(oldObj, newObj client.Object) field.ErrorList {
+	var errs field.ErrorList
+	changed := func(path *field.Path, keys []string, have, want map[string]string) {
+		for _, k := range keys {
+			o, oldOK := have[k]
+			n, newOK := want[k]
+			if o != n || oldOK != newOK {
+				errs = append(errs, field.Forbidden(path.Key(k), "only Berth sets or changes this key: it says what Berth admitted the object for"))
+			}
+		}
+	}
+	meta := field.NewPath("metadata")
+	changed(meta.Child("labels"), berthv1alpha1.OwnedLabels, oldObj.GetLabels(), newObj.GetLabels())
+	changed(meta.Child("annotations"), berthv1alpha1.OwnedAnnotations, oldObj.GetAnnotations(), newObj.GetAnnotations())
+	return errs
 }

@@ -227,3 +227,48 @@ func TestValidateOnUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnedKeysChanged checks that no key Berth writes on a pod can be
+// removed, changed or added by its owner, each refusal naming the key.
+func TestOwnedKeysChanged(t *testing.T) {
+	admitted := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+			Labels: map[string]string{
+				berthv1alpha1.QueueNameLabel: "main", berthv1alpha1.ManagedLabel: "true",
+				berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main",
+			},
+			Annotations: map[string]string{berthv1alpha1.PodSetSizeAnnotation: "2", berthv1alpha1.PodGroupRoleAnnotation: "abcd"},
+		}}
+	}
+	cases := map[string]struct {
+		change func(*corev1.Pod)
+		want   string
+	}{
+		"removing berth.dev/managed":          {func(p *corev1.Pod) { delete(p.Labels, berthv1alpha1.ManagedLabel) }, "metadata.labels[berth.dev/managed]"},
+		"another workload":                    {func(p *corev1.Pod) { p.Labels[berthv1alpha1.WorkloadLabel] = "other" }, "metadata.labels[berth.dev/workload]"},
+		"another podset":                      {func(p *corev1.Pod) { p.Labels[berthv1alpha1.PodSetLabel] = "workers" }, "metadata.labels[berth.dev/podset]"},
+		"another gang size":                   {func(p *corev1.Pod) { p.Annotations[berthv1alpha1.PodSetSizeAnnotation] = "1" }, "metadata.annotations[berth.dev/podset-size]"},
+		"another role in its group":           {func(p *corev1.Pod) { p.Annotations[berthv1alpha1.PodGroupRoleAnnotation] = "ef01" }, "metadata.annotations[berth.dev/pod-group-role]"},
+		"a label of the owner's":              {func(p *corev1.Pod) { p.Labels["team"] = "a" }, ""},
+		"the queue label (checked elsewhere)": {func(p *corev1.Pod) { p.Labels[berthv1alpha1.QueueNameLabel] = "other" }, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := admitted()
+			tc.change(p)
+			errs := ownedKeysChanged(admitted(), p)
+			if tc.want == "" {
+				if len(errs) > 0 {
+					t.Errorf("refused: %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Field != tc.want {
+				t.Errorf("refusals %v, want one naming %s", errs, tc.want)
+			}
+		})
+	}
+	if errs := ownedKeysChanged(&corev1.Pod{}, admitted()); len(errs) != 5 {
+		t.Errorf("adding Berth's keys to a pod: %d refusals, want 5: %v", len(errs), errs)
+	}
+}
