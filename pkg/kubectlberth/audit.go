@@ -50,7 +50,9 @@ type UnaccountedPod struct {
 	Reason    string `json:"reason"`
 	Workload  string `json:"workload,omitempty"`
 	Node      string `json:"node"`
-	Requests  string `json:"requests"`
+	// Requests are all of the pod's requests.
+	Requests corev1.ResourceList `json:"requests"`
+	requests resources.Requests
 }
 
 func (o *options) auditCommand() *cobra.Command {
@@ -133,7 +135,8 @@ func auditOf(r audit.Report) Audit {
 		}
 		for _, f := range cq.Findings {
 			for _, p := range f.Pods {
-				pod := UnaccountedPod{Namespace: p.Namespace, Name: p.Name, Reason: f.Reason, Node: p.Node, Requests: audit.Describe(p.Requests)}
+				pod := UnaccountedPod{Namespace: p.Namespace, Name: p.Name, Reason: f.Reason, Node: p.Node,
+					Requests: p.Requests.ToList(), requests: p.Requests}
 				if f.Workload != nil {
 					pod.Workload = f.Workload.Name
 				}
@@ -161,7 +164,7 @@ func auditTable(w io.Writer, a Audit) error {
 	row(w, "CLUSTERQUEUE", "POD", "NODE", "REQUESTS", "REASON", "WORKLOAD")
 	for _, cq := range a.ClusterQueues {
 		for _, p := range cq.Pods {
-			row(w, cq.Name, p.Namespace+"/"+p.Name, p.Node, p.Requests, p.Reason, orDash(p.Workload))
+			row(w, cq.Name, p.Namespace+"/"+p.Name, p.Node, audit.Describe(p.requests), p.Reason, orDash(p.Workload))
 		}
 	}
 	return nil
