@@ -62,6 +62,7 @@ func TestEscapeMatrix(t *testing.T) {
 			// An in-place resize (pods/resize) is refused by Berth's webhook
 			// too (pkg/jobs/pod TestValidateOnUpdate); kwok's nodes do not
 			// support resizing, so the API server refuses it first here.
+			e.auditClean()
 			table.add(kind, "remove berth.dev/managed, change berth.dev/workload or berth.dev/podset-size of a running pod", "refused, naming the key")
 		})
 	}
@@ -87,6 +88,7 @@ spec:
           limits: {nvidia.com/gpu: "8"}
 `, e.ns))
 		msg := e.waitPending("limits", "nvidia.com/gpu")
+		e.auditClean()
 		table.add("Job", "ask for 8 GPUs in limits alone beside a running 8-GPU job (quota 8)", "waits: "+msg)
 	})
 
@@ -117,6 +119,7 @@ spec:
 			}
 			return nil
 		})
+		e.auditClean()
 		if most > 1 {
 			t.Errorf("%d pods of the job existed at once while one of them was stopping: the replacement came before the deleted pod was gone", most)
 		}
@@ -140,6 +143,7 @@ spec:
 			}
 			return nil
 		})
+		e.auditClean()
 		events := get(t.Context(), "events", "-n", e.ns, "--field-selector", "reason=Orphaned", "-o", "jsonpath={.items[*].message}")
 		if !strings.Contains(events, "--cascade=orphan") {
 			t.Errorf("Orphaned events %q, want one saying what Berth did", events)
@@ -154,6 +158,7 @@ spec:
 		name := "j" + strings.Repeat("x", 59)
 		e.submit(jobSpec{name: name, queue: "main", completions: 1, parallelism: 1, gpus: 8})
 		e.running(name, 1)
+		e.auditClean()
 		table.add("Job", "name a queued Job with 60 characters", "admitted and running")
 	})
 
@@ -254,6 +259,19 @@ spec:
 			t.Fatalf("the JobSet's Workload: QuotaReserved %q, want it waiting", out)
 		}
 		table.add("JobSet", "ask for 9223372036854775806 GPUs in one podset beside 2 in another", "waits; the sum saturates instead of wrapping")
+	})
+}
+
+// auditClean waits until kubectl berth audit finds nothing unaccounted in
+// e's namespace: what runs there is what was admitted, read from the pods.
+func (e *env) auditClean() {
+	e.t.Helper()
+	eventually(e.t, "kubectl berth audit to find nothing unaccounted in "+e.ns, 30*time.Second, func(ctx context.Context) error {
+		out, err := berthPlugin(ctx, "audit", "-n", e.ns)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
 	})
 }
 
