@@ -30,4 +30,4 @@ cd "$ROOT"
 # The tests use kubectl berth as a user would: the plugin on PATH.
 go build -o bin/ ./cmd/kubectl-berth
 export PATH=$ROOT/bin:$PATH
-go test -count=1 -v -timeout 20m ./test/e2e/
+go test -count=1 -v -timeout 30m ./test/e2e/
