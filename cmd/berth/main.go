@@ -26,6 +26,8 @@ import (
 	"github.com/berth-dev/berth/pkg/certs"
 	"github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	_ "github.com/berth-dev/berth/pkg/jobs/deployment"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
@@ -34,8 +36,6 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	"github.com/berth-dev/berth/pkg/manager"
-	"github.com/berth-dev/berth/pkg/queue"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 func main() {

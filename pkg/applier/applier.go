@@ -8,9 +8,9 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/scheduler"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/metrics"
-	"github.com/berth-dev/berth/pkg/scheduler"
-	"github.com/berth-dev/berth/pkg/workload"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 

@@ -4,6 +4,6 @@
 // workloads wait later, paced and off the scheduler's path
 // (PendingWriter).
 //
-// It decides nothing: the decisions come from pkg/scheduler, the
-// transitions they write from pkg/workload.
+// It decides nothing: the decisions come from pkg/engine/scheduler, the
+// transitions they write from pkg/engine/workload.
 package applier

@@ -1,4 +1,4 @@
-// Package auditor runs the quota audit (pkg/audit) in the controller, on
+// Package auditor runs the quota audit (pkg/engine/audit) in the controller, on
 // the leader: a few seconds after pods or Workloads change, and every 30
 // seconds regardless, it compares what runs with what each ClusterQueue
 // admitted, sets the metric berth_unaccounted_resources (0 for each

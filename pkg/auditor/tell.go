@@ -10,9 +10,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/audit"
+	"github.com/berth-dev/berth/pkg/engine/audit"
+	"github.com/berth-dev/berth/pkg/engine/resources"
 	"github.com/berth-dev/berth/pkg/metrics"
-	"github.com/berth-dev/berth/pkg/resources"
 )
 
 // ReasonUnaccountedPods is the reason of the Warning event on the owner of

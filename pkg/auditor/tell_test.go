@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/audit"
+	"github.com/berth-dev/berth/pkg/engine/audit"
 	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )

@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/engine/cache"
+	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/metrics"
-	"github.com/berth-dev/berth/pkg/queue"
-	"github.com/berth-dev/berth/pkg/resources"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // ResourceInUseFinalizer keeps a ClusterQueue while workloads hold its

@@ -1,12 +1,12 @@
 // Package controller holds the reconcilers of Berth's own kinds, one file
 // each with its SetupWithManager: they keep the admission engine's cache
-// (pkg/cache) and queues (pkg/queue) in step with ResourceFlavors,
+// (pkg/engine/cache) and queues (pkg/engine/queue) in step with ResourceFlavors,
 // ClusterQueues, Cohorts, LocalQueues, WorkloadPriorityClasses and
 // Workloads, write the queues' status, and evict the admitted workloads
 // that must stop. Workload status goes through the Writer it is given
-// (pkg/workloadwriter), with the transitions of pkg/workload.
+// (pkg/workloadwriter), with the transitions of pkg/engine/workload.
 //
-// It must not decide admission: every decision comes from pkg/scheduler,
+// It must not decide admission: every decision comes from pkg/engine/scheduler,
 // and pkg/applier writes them. Predicates and event handlers here only
 // filter and map keys.
 //

@@ -9,8 +9,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // QueueWorkloads finds a LocalQueue's workloads in the informer's store,

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // LocalQueueReconciler writes LocalQueues' status, and has the workloads

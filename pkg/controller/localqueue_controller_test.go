@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/engine/queue"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 

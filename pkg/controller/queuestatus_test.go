@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/engine/resources"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 

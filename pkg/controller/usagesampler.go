@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/berth-dev/berth/pkg/cache"
-	"github.com/berth-dev/berth/pkg/queue"
+	"github.com/berth-dev/berth/pkg/engine/cache"
+	"github.com/berth-dev/berth/pkg/engine/queue"
 )
 
 // usageSampler samples the quota each LocalQueue's workloads hold, every

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // WorkloadPriorityClassReconciler sets the priority of the unfinished

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
-	"github.com/berth-dev/berth/pkg/workload"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
-	"github.com/berth-dev/berth/pkg/workload"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 

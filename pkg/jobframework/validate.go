@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/resources"
-	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
 // JobWithCreateChecks is implemented by jobs that Berth cannot hold in

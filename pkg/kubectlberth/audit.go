@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/audit"
 	"github.com/berth-dev/berth/pkg/config"
-	"github.com/berth-dev/berth/pkg/resources"
+	"github.com/berth-dev/berth/pkg/engine/audit"
+	"github.com/berth-dev/berth/pkg/engine/resources"
 )
 
 // Audit is the output of kubectl berth audit: the ClusterQueues whose

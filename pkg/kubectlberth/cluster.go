@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/queue"
-	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
 // cluster is what the commands read of the live cluster, in one go: the

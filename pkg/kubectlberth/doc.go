@@ -6,7 +6,7 @@
 //
 // It computes what the controller computes with the controller's own code:
 // positions with the queues' order (queue.Sort), what-if with the
-// scheduler itself (pkg/scheduler) run once on a snapshot of the cluster
+// scheduler itself (pkg/engine/scheduler) run once on a snapshot of the cluster
 // with a recording applier, the Workload of a job with the job layer
 // (jobframework.WorkloadFor), the audit with the controller's comparison
 // (audit.Compare). cmd/kubectl-berth only wires it.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/berth-dev/berth/pkg/workload"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
 // Position is one pending workload of kubectl berth positions -o json.

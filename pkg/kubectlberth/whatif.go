@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/cache"
+	"github.com/berth-dev/berth/pkg/engine/cache"
+	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/scheduler"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
-	"github.com/berth-dev/berth/pkg/queue"
-	"github.com/berth-dev/berth/pkg/resources"
-	"github.com/berth-dev/berth/pkg/scheduler"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // WhatIf is the output of kubectl berth what-if.

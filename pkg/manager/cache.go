@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/audit"
+	"github.com/berth-dev/berth/pkg/engine/audit"
 	"github.com/berth-dev/berth/pkg/fastwatch"
 )
 

@@ -18,13 +18,13 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/applier"
-	"github.com/berth-dev/berth/pkg/cache"
 	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/engine/cache"
+	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/scheduler"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/provisioning"
-	"github.com/berth-dev/berth/pkg/queue"
-	"github.com/berth-dev/berth/pkg/scheduler"
 )
 
 // Options is what the controllers take from the configuration.

@@ -21,9 +21,9 @@ import (
 
 	autoscalingv1 "github.com/berth-dev/berth/apis/autoscaling/v1"
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
-	"github.com/berth-dev/berth/pkg/workload"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 

@@ -1,5 +1,5 @@
 // Package workloadwriter writes a Workload's status to the API server:
-// Apply takes one of pkg/workload's transitions, applies it to a copy of the
+// Apply takes one of pkg/engine/workload's transitions, applies it to a copy of the
 // Workload and writes the copy's status, bound to the resourceVersion it was
 // computed from. The reconcilers, the scheduler's applier, the job
 // integrations and the benchmark all write through a Writer they are given.

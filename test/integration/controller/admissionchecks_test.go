@@ -15,9 +15,9 @@ import (
 
 	autoscalingv1 "github.com/berth-dev/berth/apis/autoscaling/v1"
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/provisioning"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // checkedQueue makes a flavor with node labels, a ClusterQueue of 4 CPUs of

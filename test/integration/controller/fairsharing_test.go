@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/manager"
-	"github.com/berth-dev/berth/pkg/queue"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // TestFairSharingReportsWeightedShares runs a manager with fair sharing on:

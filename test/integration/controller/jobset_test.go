@@ -16,8 +16,8 @@ import (
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 func replicatedJob(name string, replicas, parallelism int32) jobsetapi.ReplicatedJob {

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
-	"github.com/berth-dev/berth/pkg/workload"
 )
 
 // TestRestartLosesNothingAndKeepsQuota stops the manager while jobs wait

@@ -74,8 +74,8 @@
 // RESULTS.md keeps the history of the runs taken on the development
 // machine. No package of the harness may import Berth's controller
 // packages (pkg/controller, pkg/manager, pkg/applier, pkg/fastwatch,
-// pkg/scheduler, pkg/cache, pkg/queue): the controller is measured as a
-// black box. They may use pkg/workload's pure helpers and
+// pkg/engine/scheduler, pkg/engine/cache, pkg/engine/queue): the controller is measured as a
+// black box. They may use pkg/engine/workload's pure helpers and
 // pkg/workloadwriter, to write a Workload's status as Berth's job
 // integrations do; imports_test.go holds them to that.
 package scheduler

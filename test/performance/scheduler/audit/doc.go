@@ -10,8 +10,8 @@
 // watch is a stock client-go informer, not Berth's pkg/fastwatch, and
 // like the rest of the harness this package must not import Berth's
 // controller packages (pkg/controller, pkg/manager, pkg/applier,
-// pkg/fastwatch, pkg/scheduler, pkg/cache, pkg/queue). It reads the
-// Workloads' state with pkg/workload's pure helpers. It writes nothing
+// pkg/fastwatch, pkg/engine/scheduler, pkg/engine/cache, pkg/engine/queue). It reads the
+// Workloads' state with pkg/engine/workload's pure helpers. It writes nothing
 // to the API server and keeps no clock: its caller says when each version
 // was seen.
 package audit

@@ -1,0 +1,267 @@
+package flavorassigner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/cache"
+	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/workload"
+)
+
+// Assign chooses flavors for wl in cq. When the full counts do not fit
+// outright and a podset allows partial admission, it looks for the largest
+// counts that fit outright; failing that it returns the full-count result,
+// which may need preemption. Partial admission is not combined with
+// preemption.
+func Assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info) *Assignment {
+	return assignCounts(s, cq, wl, true)
+}
+
+// AssignWithoutPreemption is Assign for when preempting found no victims:
+// a flavor that needs preemption does not fit, so the search goes on to
+// the next flavor even where the queue's whenCanPreempt would stop it.
+// Without it, a workload that preempting cannot help would wait in its
+// first flavor forever beside a later one that has room.
+func AssignWithoutPreemption(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info) *Assignment {
+	return assignCounts(s, cq, wl, false)
+}
+
+func assignCounts(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, preempt bool) *Assignment {
+	full := assign(s, cq, wl, scale{}, preempt)
+	if full.Mode >= Borrow || !partial(wl) {
+		return full
+	}
+	// Binary search the largest step k in [0, steps) whose counts fit; the
+	// counts grow monotonically with k, and so does usage.
+	sc := scale{steps: maxRange(wl)}
+	lo, hi := 0, sc.steps-1
+	var best *Assignment
+	for lo <= hi {
+		sc.k = (lo + hi) / 2
+		// Partial admission never preempts: a flavor it would need
+		// preemption in does not stop the search.
+		a := assign(s, cq, wl, sc, false)
+		if a.Mode >= Borrow {
+			best, lo = a, sc.k+1
+		} else {
+			hi = sc.k - 1
+		}
+	}
+	if best == nil {
+		return full
+	}
+	return best
+}
+
+// scale reduces the counts of partially admissible podsets: step k of
+// steps gives minCount + (count-minCount)*k/steps. The zero scale is the
+// full count.
+type scale struct{ k, steps int }
+
+func (sc scale) count(ps *workload.PodSetInfo) int32 {
+	if sc.steps == 0 || ps.MinCount >= ps.Count {
+		return ps.Count
+	}
+	r := int64(ps.Count - ps.MinCount)
+	return ps.MinCount + int32(r*int64(sc.k)/int64(sc.steps))
+}
+
+func partial(wl *workload.Info) bool {
+	return maxRange(wl) > 0
+}
+
+func maxRange(wl *workload.Info) int {
+	m := 0
+	for i := range wl.PodSets {
+		m = max(m, int(wl.PodSets[i].Count-wl.PodSets[i].MinCount))
+	}
+	return m
+}
+
+// assigner holds the state of one assignment attempt.
+type assigner struct {
+	s  *cache.Snapshot
+	cq *cache.ClusterQueue
+	a  *Assignment
+	// preempt is false when preemption is ruled out: Preempt counts as
+	// NoFit.
+	preempt bool
+}
+
+func assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, sc scale, preempt bool) *Assignment {
+	as := &assigner{s: s, cq: cq, preempt: preempt, a: &Assignment{
+		PodSets: make([]PodSetAssignment, len(wl.PodSets)),
+		Usage:   make(resources.Usage, len(wl.PodSets)*2),
+		Mode:    Fit,
+	}}
+	for i := range wl.PodSets {
+		ps := &wl.PodSets[i]
+		count := sc.count(ps)
+		psa := PodSetAssignment{
+			Name:     ps.Name,
+			Count:    count,
+			Flavors:  make(map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference, len(ps.PerPod)),
+			Requests: ps.PerPod.Scaled(int64(count)),
+		}
+		as.assignPodSet(ps, &psa)
+		as.a.PodSets[i] = psa
+	}
+	for fr, v := range as.a.Usage {
+		if cq.Used(fr)+v > cq.Nominal(fr) {
+			as.a.Borrows = true
+			break
+		}
+	}
+	return as.a
+}
+
+// assignPodSet picks a flavor per resource group the podset requests.
+func (as *assigner) assignPodSet(ps *workload.PodSetInfo, psa *PodSetAssignment) {
+	covered := 0
+	for gi := range as.cq.ResourceGroups {
+		rg := &as.cq.ResourceGroups[gi]
+		requested := false
+		for _, r := range rg.CoveredResources {
+			if psa.Requests[r] > 0 {
+				requested = true
+				covered++
+			}
+		}
+		if !requested {
+			continue
+		}
+		flavor, mode := as.chooseFlavor(ps, psa, rg)
+		as.a.Mode = min(as.a.Mode, mode)
+		if mode == NoFit {
+			continue
+		}
+		for _, r := range rg.CoveredResources {
+			if v := psa.Requests[r]; v > 0 {
+				psa.Flavors[r] = flavor
+				fr := resources.FlavorResource{Flavor: flavor, Resource: r}
+				as.a.Usage[fr] = resources.Add(as.a.Usage[fr], v)
+			}
+		}
+	}
+	if covered < countPositive(psa.Requests) {
+		as.recordUncovered(ps.Name, psa.Requests)
+	}
+}
+
+func countPositive(r resources.Requests) int {
+	n := 0
+	for _, v := range r {
+		if v > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (as *assigner) recordUncovered(podSet string, req resources.Requests) {
+	for _, r := range req.Names() {
+		if req[r] <= 0 || as.coveredResource(r) {
+			continue
+		}
+		as.a.Mode = NoFit
+		as.a.misses = append(as.a.misses, miss{kind: missUncovered, podSet: podSet, resource: r, need: req[r]})
+	}
+}
+
+func (as *assigner) coveredResource(r corev1.ResourceName) bool {
+	for _, rg := range as.cq.ResourceGroups {
+		for _, c := range rg.CoveredResources {
+			if c == r {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// chooseFlavor walks the group's flavors in order, applying the queue's
+// flavorFungibility; without a flavor that fits outright it takes the best
+// seen: borrowing before preemption, earlier flavors first. Stopping at a
+// flavor that needs preemption still takes an earlier one that borrows:
+// otherwise a preemptor can free quota in one flavor, move on to preempt
+// in the next while its victims take the first back, and never run.
+func (as *assigner) chooseFlavor(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup) (berthv1alpha1.ResourceFlavorReference, Mode) {
+	fung := as.cq.FlavorFungibility
+	var best berthv1alpha1.ResourceFlavorReference
+	bestMode := NoFit
+	for _, f := range rg.Flavors {
+		mode := as.flavorMode(ps, psa, rg, f)
+		if mode > bestMode {
+			best, bestMode = f, mode
+		}
+		switch {
+		case mode == Fit,
+			mode == Borrow && fung.WhenCanBorrow == berthv1alpha1.MayStopSearch,
+			mode == Preempt && fung.WhenCanPreempt == berthv1alpha1.MayStopSearch:
+			return best, bestMode
+		}
+	}
+	return best, bestMode
+}
+
+// flavorMode is how the podset's resources of the group fit in flavor f,
+// given what earlier podsets of the workload already took.
+func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup, f berthv1alpha1.ResourceFlavorReference) Mode {
+	rf := as.s.ResourceFlavors[f]
+	if rf == nil {
+		as.a.misses = append(as.a.misses, miss{kind: missFlavorNotFound, podSet: ps.Name, flavor: f})
+		return NoFit
+	}
+	if m, ok := checkFlavor(ps, rf); !ok {
+		m.podSet, m.flavor = ps.Name, f
+		as.a.misses = append(as.a.misses, m)
+		return NoFit
+	}
+	mode := Fit
+	for _, r := range rg.CoveredResources {
+		need := psa.Requests[r]
+		if need <= 0 {
+			continue
+		}
+		fr := resources.FlavorResource{Flavor: f, Resource: r}
+		m := as.resourceMode(fr, resources.Add(need, as.a.Usage[fr]))
+		if m == Preempt && !as.preempt {
+			m = NoFit
+		}
+		if m < Fit {
+			as.a.misses = append(as.a.misses, miss{kind: missQuota, podSet: ps.Name, flavor: f, resource: r, need: need, detail: as.cq.Detail(fr)})
+		}
+		mode = min(mode, m)
+	}
+	return mode
+}
+
+// resourceMode is how a total need of fr fits in the queue.
+func (as *assigner) resourceMode(fr resources.FlavorResource, need int64) Mode {
+	cq := as.cq
+	if need <= cq.Available(fr) {
+		if resources.Add(cq.Used(fr), need) <= cq.Nominal(fr) {
+			return Fit
+		}
+		return Borrow
+	}
+	if need > cq.Capacity(fr) {
+		// Not even with every other workload of the tree gone: preempting
+		// would free nothing it could use.
+		return NoFit
+	}
+	p := cq.Preemption
+	if need <= cq.Nominal(fr) && (p.WithinClusterQueue != berthv1alpha1.PreemptionPolicyNever || p.ReclaimWithinCohort != berthv1alpha1.PreemptionPolicyNever) {
+		return Preempt
+	}
+	if p.BorrowWithinCohort.Policy != berthv1alpha1.PreemptionPolicyNever && cq.Cohort() != nil {
+		return Preempt
+	}
+	if as.s.FairSharing && p.ReclaimWithinCohort != berthv1alpha1.PreemptionPolicyNever && cq.Cohort() != nil {
+		// Fair sharing may take another queue's borrowed quota to
+		// borrow, where the shares allow it.
+		return Preempt
+	}
+	return NoFit
+}

@@ -1,0 +1,92 @@
+package flavorassigner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/cache"
+	"github.com/berth-dev/berth/pkg/engine/resources"
+)
+
+// Mode is how a workload, a podset or a flavor fits. Modes are ordered from
+// worst to best, so the mode of several parts is their minimum.
+type Mode int
+
+const (
+	// NoFit means it does not fit, even by preempting.
+	NoFit Mode = iota
+	// Preempt means it fits only if other workloads are preempted.
+	Preempt
+	// Borrow means it fits by borrowing from the cohort.
+	Borrow
+	// Fit means it fits in the queue's nominal quota.
+	Fit
+)
+
+// String names the mode for messages and test output.
+func (m Mode) String() string {
+	return [...]string{"NoFit", "Preempt", "Borrow", "Fit"}[m]
+}
+
+// PodSetAssignment is the flavors and count chosen for one podset.
+type PodSetAssignment struct {
+	Name    string
+	Count   int32
+	Flavors map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference
+	// Requests is the total for Count pods.
+	Requests resources.Requests
+}
+
+// Assignment is the outcome of flavor assignment for one workload.
+type Assignment struct {
+	PodSets []PodSetAssignment
+	// Usage is the quota the workload would take, per flavor and resource.
+	Usage resources.Usage
+	// Mode is the worst mode of the chosen flavors.
+	Mode Mode
+	// Borrows is true when taking Usage puts the queue above its nominal
+	// quota of some flavor and resource.
+	Borrows bool
+
+	misses []miss
+}
+
+// Admission renders a as the API's Admission in cq.
+func (a *Assignment) Admission(cq berthv1alpha1.ClusterQueueReference) *berthv1alpha1.Admission {
+	adm := &berthv1alpha1.Admission{ClusterQueue: cq, PodSetAssignments: make([]berthv1alpha1.PodSetAssignment, len(a.PodSets))}
+	for i, ps := range a.PodSets {
+		count := ps.Count
+		adm.PodSetAssignments[i] = berthv1alpha1.PodSetAssignment{
+			Name:          ps.Name,
+			Flavors:       ps.Flavors,
+			ResourceUsage: ps.Requests.ToList(),
+			Count:         &count,
+		}
+	}
+	return adm
+}
+
+// missKind is why a flavor, or a resource, was not a clean fit.
+type missKind int
+
+const (
+	missQuota missKind = iota
+	missTaint
+	missSelector
+	missUncovered
+	missFlavorNotFound
+)
+
+// miss records one flavor tried and why it was not taken outright; only
+// rendered when the workload stays pending, so the fast path allocates no
+// strings.
+type miss struct {
+	kind     missKind
+	podSet   string
+	flavor   berthv1alpha1.ResourceFlavorReference
+	resource corev1.ResourceName
+	need     int64
+	detail   cache.QuotaDetail
+	taint    *corev1.Taint
+	label    string
+}
