@@ -20,7 +20,7 @@ func TestWorkloadNameFitsALabel(t *testing.T) {
 		batchv1.SchemeGroupVersion.WithKind("Job"),
 		corev1.SchemeGroupVersion.WithKind("Pod"),
 		appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
-		schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"},
+		{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"},
 	}
 	seen := map[string]bool{}
 	for _, gvk := range kinds {
