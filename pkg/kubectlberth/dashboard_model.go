@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/cache"
 	"github.com/berth-dev/berth/pkg/engine/resources"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 )
@@ -133,7 +134,7 @@ func buildOverview(cl *cluster, feed []happening) overview {
 		out.LocalQueues = localQueueViews(cl, positions)
 		return out
 	}
-	lent := lentQuota(cl)
+	lent := cl.lent()
 	for _, g := range cl.byCohort() {
 		cv := cohortView{Name: g.name, Parent: g.parent, QueueCount: len(g.queues)}
 		for _, cq := range g.queues {
@@ -161,7 +162,7 @@ func buildCohortPage(cl *cluster, name string, page int) (cohortView, bool) {
 		if g.name != name {
 			continue
 		}
-		n, lent := countsOf(cl, cl.positions()), lentQuota(cl)
+		n, lent := countsOf(cl, cl.positions()), cl.lent()
 		cv := cohortView{Name: g.name, Parent: g.parent, QueueCount: len(g.queues)}
 		cv.Pages, cv.Page = pages(len(g.queues), page)
 		for i, cq := range g.queues {
@@ -187,7 +188,7 @@ func pages(total, page int) (int, int) {
 	return n, min(max(page, 1), n)
 }
 
-func queueOf(cq *berthv1alpha1.ClusterQueue, n counts, lent map[string]resources.Usage) queueView {
+func queueOf(cq *berthv1alpha1.ClusterQueue, n counts, lent map[berthv1alpha1.ClusterQueueReference]resources.Usage) queueView {
 	q := queueView{Name: cq.Name, Pending: n.pending[cq.Name], Admitted: n.admitted[cq.Name], Bars: bars(cq, lent)}
 	if c := findActive(cq); c != nil && c.Status == metav1.ConditionFalse {
 		q.Inactive = c.Message
@@ -233,56 +234,15 @@ func findActive(cq *berthv1alpha1.ClusterQueue) *metav1.Condition {
 	return nil
 }
 
-// lentQuota is, per ClusterQueue, flavor and resource, how much of its
-// unused lendable quota the other queues of its cohort borrow: what they
-// borrow in all, spread over the lenders in name order.
-func lentQuota(cl *cluster) map[string]resources.Usage {
-	type member struct {
-		name     string
-		lendable map[resources.FlavorResource]int64
-	}
-	borrowedIn := map[string]resources.Usage{}
-	members := map[string][]member{}
-	for _, name := range sortedMapKeys(cl.clusterQueues) {
-		cq := cl.clusterQueues[name]
-		cohort := string(cq.Spec.CohortName)
-		if cohort == "" {
-			continue
-		}
-		if borrowedIn[cohort] == nil {
-			borrowedIn[cohort] = resources.Usage{}
-		}
-		used := flavorUsage(cq)
-		m := member{name: name, lendable: map[resources.FlavorResource]int64{}}
-		for _, g := range cq.Spec.ResourceGroups {
-			for _, f := range g.Flavors {
-				for _, r := range f.Resources {
-					fr := resources.FlavorResource{Flavor: f.Name, Resource: r.Name}
-					nominal := resources.Value(r.Name, r.NominalQuota)
-					lendable := nominal
-					if r.LendingLimit != nil {
-						lendable = resources.Value(r.Name, *r.LendingLimit)
-					}
-					m.lendable[fr] = min(lendable, max(0, nominal-used[fr].total))
-					borrowedIn[cohort][fr] += used[fr].borrowed
-				}
-			}
-		}
-		members[cohort] = append(members[cohort], m)
-	}
-	out := map[string]resources.Usage{}
-	for cohort, ms := range members {
-		left := borrowedIn[cohort]
-		for _, m := range ms {
-			out[m.name] = resources.Usage{}
-			for fr, can := range m.lendable {
-				take := min(can, left[fr])
-				out[m.name][fr] = take
-				left[fr] -= take
-			}
-		}
-	}
-	return out
+// lent is, per ClusterQueue, flavor and resource, how much of its quota
+// other queues use, as the engine's quota tree spreads it
+// (cache.Snapshot.Lent), on the usage the ClusterQueues' status reports,
+// which the bars show.
+func (cl *cluster) lent() map[berthv1alpha1.ClusterQueueReference]resources.Usage {
+	c := cache.New()
+	cl.loadQuotaTree(c)
+	cl.loadStatusUsage(c)
+	return c.Snapshot().Lent()
 }
 
 type frUse struct{ total, borrowed int64 }
@@ -298,14 +258,14 @@ func flavorUsage(cq *berthv1alpha1.ClusterQueue) map[resources.FlavorResource]fr
 }
 
 // bars are a queue's quota bars, one per flavor and resource.
-func bars(cq *berthv1alpha1.ClusterQueue, lent map[string]resources.Usage) []bar {
+func bars(cq *berthv1alpha1.ClusterQueue, lent map[berthv1alpha1.ClusterQueueReference]resources.Usage) []bar {
 	used := flavorUsage(cq)
 	var out []bar
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
 			for _, r := range f.Resources {
 				fr := resources.FlavorResource{Flavor: f.Name, Resource: r.Name}
-				nominal, u, l := resources.Value(r.Name, r.NominalQuota), used[fr], lent[cq.Name][fr]
+				nominal, u, l := resources.Value(r.Name, r.NominalQuota), used[fr], lent[berthv1alpha1.ClusterQueueReference(cq.Name)][fr]
 				// The bar is the nominal quota, or what is used if more.
 				whole := max(nominal, u.total+l, 1)
 				within := u.total - u.borrowed
@@ -332,7 +292,7 @@ func buildQueuePage(cl *cluster, name string, page int, feed []happening) queueP
 		return out
 	}
 	out.Known = true
-	out.Bars = bars(cq, lentQuota(cl))
+	out.Bars = bars(cq, cl.lent())
 	var waiting []position
 	for _, p := range cl.positions() {
 		if p.clusterQueue == name {

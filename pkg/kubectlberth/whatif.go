@@ -196,21 +196,15 @@ func resolvePriority(ctx context.Context, r client.Reader, wl *berthv1alpha1.Wor
 // who may read only one namespace's Workloads gets the quota held from the
 // ClusterQueues' status instead, and a note that says so.
 func (cl *cluster) engineState(c *cache.Cache, q *queue.Manager) string {
-	for i := range cl.flavors {
-		c.AddOrUpdateResourceFlavor(&cl.flavors[i])
-	}
+	cl.loadQuotaTree(c)
 	for i := range cl.cohorts {
-		c.AddOrUpdateCohort(&cl.cohorts[i])
 		q.AddOrUpdateCohort(&cl.cohorts[i])
 	}
 	for _, name := range sortedMapKeys(cl.clusterQueues) {
-		c.AddOrUpdateClusterQueue(cl.clusterQueues[name])
 		q.AddOrUpdateClusterQueue(cl.clusterQueues[name])
 	}
 	if !cl.allNamespaces {
-		for _, name := range sortedMapKeys(cl.clusterQueues) {
-			c.AddOrUpdateWorkload(statusUsage(cl.clusterQueues[name]))
-		}
+		cl.loadStatusUsage(c)
 		return "judged on the quota in use from the ClusterQueues' status: without the right to read every namespace's Workloads, what waits ahead and what could be preempted are not known"
 	}
 	for _, wl := range cl.workloads {
@@ -225,6 +219,27 @@ func (cl *cluster) engineState(c *cache.Cache, q *queue.Manager) string {
 		}
 	}
 	return ""
+}
+
+// loadQuotaTree loads cl's flavors, cohorts and ClusterQueues into c.
+func (cl *cluster) loadQuotaTree(c *cache.Cache) {
+	for i := range cl.flavors {
+		c.AddOrUpdateResourceFlavor(&cl.flavors[i])
+	}
+	for i := range cl.cohorts {
+		c.AddOrUpdateCohort(&cl.cohorts[i])
+	}
+	for _, name := range sortedMapKeys(cl.clusterQueues) {
+		c.AddOrUpdateClusterQueue(cl.clusterQueues[name])
+	}
+}
+
+// loadStatusUsage loads into c, for each ClusterQueue, the quota its status
+// says is in use.
+func (cl *cluster) loadStatusUsage(c *cache.Cache) {
+	for _, name := range sortedMapKeys(cl.clusterQueues) {
+		c.AddOrUpdateWorkload(statusUsage(cl.clusterQueues[name]))
+	}
 }
 
 // statusUsage is a stand-in Workload holding what a ClusterQueue's status
