@@ -65,7 +65,7 @@ func (r *CheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	cond := metav1.Condition{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1alpha1.ReasonReady,
 		Message: "Berth asks the cluster autoscaler for the nodes of each workload", ObservedGeneration: ac.Generation}
 	if why != "" {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "BadParameters", why
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, berthv1alpha1.ReasonBadParameters, why
 	}
 	if !meta.SetStatusCondition(&ac.Status.Conditions, cond) {
 		return ctrl.Result{}, nil

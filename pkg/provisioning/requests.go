@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -27,20 +26,9 @@ import (
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
-// The labels of the ProvisioningRequests Berth makes.
-const (
-	// WorkloadLabel names the workload a request is for.
-	WorkloadLabel = "berth.dev/workload"
-	// CheckLabel names the admission check that made it.
-	CheckLabel = "berth.dev/admission-check"
-)
-
-// Defaults of a ProvisioningRequestConfig's retryStrategy.
-const (
-	defaultBackoffLimit = 3
-	defaultBackoffBase  = 60
-	defaultBackoffMax   = 1800
-)
+// CheckLabel names the admission check that made a ProvisioningRequest;
+// berthv1alpha1.WorkloadLabel names the workload it is for.
+const CheckLabel = "berth.dev/admission-check"
 
 // RequestReconciler makes the ProvisioningRequests of the workloads that
 // wait on a check of Berth's, and turns their conditions into the checks'
@@ -148,74 +136,19 @@ func (r *RequestReconciler) follow(ctx context.Context, wl *berthv1alpha1.Worklo
 	} else if err != nil {
 		return nil, err
 	}
-	return r.stateOf(ctx, wl, name, pr, cfg)
-}
-
-// stateOf turns a request's conditions into the check's state.
-func (r *RequestReconciler) stateOf(ctx context.Context, wl *berthv1alpha1.Workload, name berthv1alpha1.AdmissionCheckReference, pr *autoscalingv1.ProvisioningRequest, cfg *berthv1alpha1.ProvisioningRequestConfig) (*berthv1alpha1.AdmissionCheckState, error) {
-	st := &berthv1alpha1.AdmissionCheckState{Name: name, State: berthv1alpha1.CheckStatePending}
-	cur := workload.FindCheck(wl, name)
-	switch {
-	case isTrue(pr, autoscalingv1.Failed):
-		failed, err := r.failures(ctx, wl, string(name))
-		if err != nil {
+	failed := 0
+	if isTrue(pr, autoscalingv1.Failed) {
+		if failed, err = r.failures(ctx, wl, ac.Name); err != nil {
 			return nil, err
 		}
-		rs := cfg.Spec.RetryStrategy
-		if rs == nil {
-			rs = &berthv1alpha1.ProvisioningRequestRetryStrategy{}
-		}
-		limit := ptr.Deref(rs.BackoffLimitCount, defaultBackoffLimit)
-		msg := conditionMessage(pr, autoscalingv1.Failed)
-		if int32(failed) > limit {
-			st.State = berthv1alpha1.CheckStateRejected
-			st.Message = fmt.Sprintf("ProvisioningRequest %s failed, %d failures, more than the %d retries allowed: %s", pr.Name, failed, limit, msg)
-			return st, nil
-		}
-		wait := backoff(failed, ptr.Deref(rs.BackoffBaseSeconds, defaultBackoffBase), ptr.Deref(rs.BackoffMaxSeconds, defaultBackoffMax))
-		st.State, st.RequeueAfterSeconds = berthv1alpha1.CheckStateRetry, &wait
-		st.Message = fmt.Sprintf("ProvisioningRequest %s failed (retry %d of %d, in %ds): %s", pr.Name, failed, limit, wait, msg)
-	case isTrue(pr, autoscalingv1.CapacityRevoked):
-		st.State = berthv1alpha1.CheckStateRetry
-		st.Message = fmt.Sprintf("ProvisioningRequest %s: the capacity was revoked: %s", pr.Name, conditionMessage(pr, autoscalingv1.CapacityRevoked))
-	case isTrue(pr, autoscalingv1.BookingExpired) && !workload.IsAdmitted(wl):
-		st.State = berthv1alpha1.CheckStateRetry
-		st.Message = fmt.Sprintf("ProvisioningRequest %s: the booking expired before the workload was admitted: %s", pr.Name, conditionMessage(pr, autoscalingv1.BookingExpired))
-	case isTrue(pr, autoscalingv1.Provisioned):
-		st.State = berthv1alpha1.CheckStateReady
-		st.Message = fmt.Sprintf("ProvisioningRequest %s is provisioned", pr.Name)
-		for _, ps := range wl.Spec.PodSets {
-			st.PodSetUpdates = append(st.PodSetUpdates, berthv1alpha1.PodSetUpdate{Name: ps.Name, Annotations: map[string]string{
-				autoscalingv1.ConsumesAnnotation:  pr.Name,
-				autoscalingv1.ClassNameAnnotation: pr.Spec.ProvisioningClassName,
-			}})
-		}
-	case isTrue(pr, autoscalingv1.Accepted):
-		st.Message = fmt.Sprintf("ProvisioningRequest %s accepted; waiting for the capacity", pr.Name)
-	default:
-		st.Message = fmt.Sprintf("ProvisioningRequest %s created; waiting for the capacity", pr.Name)
 	}
-	if cur != nil && cur.State == berthv1alpha1.CheckStateReady && st.State == berthv1alpha1.CheckStatePending {
-		// Ready stays Ready: the workload may already run on the nodes.
-		return nil, nil
-	}
-	return st, nil
-}
-
-// backoff is the wait before retry n (from 1): base doubled n-1 times, at
-// most max.
-func backoff(n int, base, maxWait int32) int32 {
-	wait := base
-	for i := 1; i < n && wait < maxWait; i++ {
-		wait *= 2
-	}
-	return min(wait, maxWait)
+	return checkState(wl, name, pr, cfg, failed), nil
 }
 
 // failures counts the failed requests of wl for check.
 func (r *RequestReconciler) failures(ctx context.Context, wl *berthv1alpha1.Workload, check string) (int, error) {
 	prs := &autoscalingv1.ProvisioningRequestList{}
-	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}); err != nil {
+	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -235,7 +168,7 @@ func (r *RequestReconciler) create(ctx context.Context, wl *berthv1alpha1.Worklo
 	if err != nil {
 		return err
 	}
-	labels := map[string]string{WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}
+	labels := map[string]string{berthv1alpha1.WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}
 	pr := &autoscalingv1.ProvisioningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: wl.Namespace, Labels: labels},
 		Spec:       autoscalingv1.ProvisioningRequestSpec{ProvisioningClassName: cfg.Spec.ProvisioningClassName},
@@ -272,7 +205,7 @@ func (r *RequestReconciler) create(ctx context.Context, wl *berthv1alpha1.Worklo
 // PodTemplates.
 func (r *RequestReconciler) deleteRequests(ctx context.Context, wl *berthv1alpha1.Workload, drop func(*autoscalingv1.ProvisioningRequest) bool) error {
 	prs := &autoscalingv1.ProvisioningRequestList{}
-	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{WorkloadLabel: wl.Name}); err != nil {
+	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name}); err != nil {
 		return err
 	}
 	for i := range prs.Items {
@@ -291,15 +224,4 @@ func (r *RequestReconciler) deleteRequests(ctx context.Context, wl *berthv1alpha
 		}
 	}
 	return nil
-}
-
-func isTrue(pr *autoscalingv1.ProvisioningRequest, typ string) bool {
-	return meta.IsStatusConditionTrue(pr.Status.Conditions, typ)
-}
-
-func conditionMessage(pr *autoscalingv1.ProvisioningRequest, typ string) string {
-	if c := meta.FindStatusCondition(pr.Status.Conditions, typ); c != nil && c.Message != "" {
-		return c.Message
-	}
-	return typ
 }

@@ -156,6 +156,12 @@ const (
 	ReasonAdmissionCheckNotFound = "AdmissionCheckNotFound"
 	ReasonAdmissionCheckInactive = "AdmissionCheckInactive"
 
+	// ReasonBadParameters is the reason of the Active=False condition of
+	// an AdmissionCheck of Berth's own check when it cannot make
+	// ProvisioningRequests: its parameters name no ProvisioningRequestConfig
+	// that exists, or the cluster does not serve ProvisioningRequests.
+	ReasonBadParameters = "BadParameters"
+
 	// ReasonInClusterQueue is the Preempted reason when the preemptor is in
 	// the same ClusterQueue.
 	ReasonInClusterQueue = "InClusterQueue"

@@ -16,7 +16,6 @@ import (
 	autoscalingv1 "github.com/berth-dev/berth/apis/autoscaling/v1"
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/workload"
-	"github.com/berth-dev/berth/pkg/provisioning"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -180,7 +179,7 @@ func provisioningCheck(t *testing.T, limit int32) string {
 // requests lists the ProvisioningRequests of job's workload.
 func requests(ctx context.Context, job *batchv1.Job, wl *berthv1alpha1.Workload) ([]autoscalingv1.ProvisioningRequest, error) {
 	prs := &autoscalingv1.ProvisioningRequestList{}
-	err := server.Client.List(ctx, prs, client.InNamespace(job.Namespace), client.MatchingLabels{provisioning.WorkloadLabel: wl.Name})
+	err := server.Client.List(ctx, prs, client.InNamespace(job.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name})
 	return prs.Items, err
 }
 
