@@ -23,6 +23,23 @@ func withCohort(cq *berthv1alpha1.ClusterQueue, cohort string) *berthv1alpha1.Cl
 	return cq
 }
 
+// newTestCache is a cache of flavor h100 with queues, cohorts and
+// workloads.
+func newTestCache(queues []*berthv1alpha1.ClusterQueue, cohorts []*berthv1alpha1.Cohort, workloads ...*berthv1alpha1.Workload) *Cache {
+	c := New()
+	c.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor("h100"))
+	for _, q := range queues {
+		c.AddOrUpdateClusterQueue(q)
+	}
+	for _, co := range cohorts {
+		c.AddOrUpdateCohort(co)
+	}
+	for _, w := range workloads {
+		c.AddOrUpdateWorkload(w)
+	}
+	return c
+}
+
 func TestAvailable(t *testing.T) {
 	fr := resources.FlavorResource{Flavor: "h100", Resource: "nvidia.com/gpu"}
 	cases := map[string]struct {
@@ -94,17 +111,7 @@ func TestAvailable(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := New()
-			c.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor("h100"))
-			for _, q := range tc.queues {
-				c.AddOrUpdateClusterQueue(q)
-			}
-			for _, co := range tc.cohorts {
-				c.AddOrUpdateCohort(co)
-			}
-			for _, w := range tc.workloads {
-				c.AddOrUpdateWorkload(w)
-			}
+			c := newTestCache(tc.queues, tc.cohorts, tc.workloads...)
 			for _, check := range []string{"fresh tree", "incremental usage"} {
 				s := c.Snapshot()
 				got := map[berthv1alpha1.ClusterQueueReference]int64{}

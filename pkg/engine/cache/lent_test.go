@@ -79,19 +79,8 @@ func TestLent(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := New()
-			c.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor("h100"))
-			for _, q := range tc.queues {
-				c.AddOrUpdateClusterQueue(q)
-			}
-			for _, co := range tc.cohorts {
-				c.AddOrUpdateCohort(co)
-			}
-			for _, w := range tc.workloads {
-				c.AddOrUpdateWorkload(w)
-			}
 			got := map[berthv1alpha1.ClusterQueueReference]int64{}
-			for name, u := range c.Snapshot().Lent() {
+			for name, u := range newTestCache(tc.queues, tc.cohorts, tc.workloads...).Snapshot().Lent() {
 				got[name] = u[fr]
 			}
 			if diff := cmp.Diff(tc.wantLent, got); diff != "" {

@@ -60,14 +60,7 @@ func TestWeightedShare(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := New()
-			c.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor("h100"))
-			for _, q := range tc.queues {
-				c.AddOrUpdateClusterQueue(q)
-			}
-			for _, co := range tc.cohorts {
-				c.AddOrUpdateCohort(co)
-			}
+			c := newTestCache(tc.queues, tc.cohorts)
 			for q, gpus := range tc.use {
 				c.AddOrUpdateWorkload(utiltesting.MakeWorkload("w-"+q, "ns").Request(1, "nvidia.com/gpu", gpus).AdmittedIn(q, "h100").Obj())
 			}
