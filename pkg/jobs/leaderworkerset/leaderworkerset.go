@@ -15,6 +15,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/jobs/pod"
 )
 
 // +kubebuilder:webhook:path=/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset,mutating=true,failurePolicy=fail,sideEffects=None,groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=create;update,versions=v1,name=mleaderworkerset.berth.dev,admissionReviewVersions=v1
@@ -25,6 +26,7 @@ var GVK = schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v
 const path = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 
 func init() {
+	pod.RegisterGroupJoiner(joinGroup)
 	jobframework.Register(&jobframework.Integration{
 		Name: configv1alpha1.FrameworkLeaderWorkerSet,
 		GVK:  GVK,

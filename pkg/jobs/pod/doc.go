@@ -6,6 +6,10 @@
 // again once it runs: to stop it, Berth deletes it, and its owner (a
 // ReplicaSet of a Deployment, say) creates it again, held, in the queue.
 //
+// Pods that another kind's controller makes in groups are put in their
+// group by that kind's integration, through a GroupJoiner it registers
+// (pkg/jobs/leaderworkerset).
+//
 // Pods that another framework runs (those of a Job) are left to it, and
 // pods outside the configured namespaces are never touched. Importing the
 // package registers the integration "pod".

@@ -420,39 +420,3 @@ func groupFieldsChanged(oldPod, newPod *corev1.Pod) field.ErrorList {
 	}
 	return errs
 }
-
-// The labels and annotations by which a LeaderWorkerSet's controller
-// (sigs.k8s.io/lws) says which of its groups a pod is in.
-const (
-	lwsNameLabel        = "leaderworkerset.sigs.k8s.io/name"
-	lwsGroupIndexLabel  = "leaderworkerset.sigs.k8s.io/group-index"
-	lwsWorkerIndexLabel = "leaderworkerset.sigs.k8s.io/worker-index"
-	lwsSizeAnnotation   = "leaderworkerset.sigs.k8s.io/size"
-)
-
-// joinLeaderWorkerGroup puts a pod of a LeaderWorkerSet in the pod group of
-// its leader and workers, of the LeaderWorkerSet's size. A worker's group
-// index is on its StatefulSet's template; a leader's, which the
-// LeaderWorkerSet's own webhook may not have set yet, is the ordinal of its
-// name.
-func joinLeaderWorkerGroup(p *corev1.Pod) {
-	lws := p.Labels[lwsNameLabel]
-	size, ok := p.Annotations[lwsSizeAnnotation]
-	if lws == "" || !ok || p.Labels[berthv1alpha1.PodGroupNameLabel] != "" {
-		return
-	}
-	index := p.Labels[lwsGroupIndexLabel]
-	if index == "" && p.Labels[lwsWorkerIndexLabel] == "0" {
-		if i := strings.LastIndexByte(p.Name, '-'); i >= 0 {
-			index = p.Name[i+1:]
-		}
-	}
-	if _, err := strconv.Atoi(index); err != nil {
-		return
-	}
-	p.Labels[berthv1alpha1.PodGroupNameLabel] = jobframework.LabelValue(lws + "-" + index)
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	p.Annotations[berthv1alpha1.PodGroupTotalCountAnnotation] = size
-}

@@ -126,7 +126,7 @@ func TestGroupRunsNoMoreThanAdmitted(t *testing.T) {
 	// The podset's template is another pod's, a leader's say: only
 	// Berth's labels are handed on.
 	info := jobframework.PodSetInfo{Name: "main", Count: 2, NodeSelector: map[string]string{"pool": "h100"},
-		Labels: map[string]string{lwsWorkerIndexLabel: "0", berthv1alpha1.WorkloadLabel: "wl"}}
+		Labels: map[string]string{"example.com/leader": "true", berthv1alpha1.WorkloadLabel: "wl"}}
 	if err := g.RunWithPodSetsInfo([]jobframework.PodSetInfo{info}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestGroupRunsNoMoreThanAdmitted(t *testing.T) {
 	if gated(g.changed[0]) || g.changed[0].Spec.NodeSelector["pool"] != "h100" {
 		t.Errorf("pod b: gates %v, node selector %v", g.changed[0].Spec.SchedulingGates, g.changed[0].Spec.NodeSelector)
 	}
-	if l := g.changed[0].Labels; l[berthv1alpha1.WorkloadLabel] != "wl" || l[lwsWorkerIndexLabel] != "" {
+	if l := g.changed[0].Labels; l[berthv1alpha1.WorkloadLabel] != "wl" || l["example.com/leader"] != "" {
 		t.Errorf("pod b's labels %v: want the Workload's, and no other pod's", l)
 	}
 	if !gated(extra) {
@@ -175,22 +175,6 @@ func TestGroupFinishes(t *testing.T) {
 	sts.Status.Phase = corev1.PodSucceeded
 	if finished, _, _ := newGroup("ns", "g", []*corev1.Pod{sts}).Finished(); finished {
 		t.Error("a StatefulSet's group finished with its pods")
-	}
-}
-
-func TestLeaderWorkerPodsJoinTheirGroup(t *testing.T) {
-	leader := utiltesting.MakePod("infer-1", "ns").Queue("q").Label(lwsNameLabel, "infer").Label(lwsWorkerIndexLabel, "0").
-		Annotation(lwsSizeAnnotation, "4").Obj()
-	worker := utiltesting.MakePod("infer-1-2", "ns").Queue("q").Label(lwsNameLabel, "infer").Label(lwsGroupIndexLabel, "1").
-		Annotation(lwsSizeAnnotation, "4").Obj()
-	for _, p := range []*corev1.Pod{leader, worker} {
-		(*Pod)(p).Suspend()
-		if got := p.Labels[berthv1alpha1.PodGroupNameLabel]; got != "infer-1" {
-			t.Errorf("pod %s in group %q, want infer-1", p.Name, got)
-		}
-		if got := p.Annotations[berthv1alpha1.PodGroupTotalCountAnnotation]; got != "4" {
-			t.Errorf("pod %s of a group of %q, want 4", p.Name, got)
-		}
 	}
 }
 

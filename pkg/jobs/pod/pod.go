@@ -125,8 +125,25 @@ func (p *Pod) IsSuspended() bool {
 
 func isAdmissionGate(g corev1.PodSchedulingGate) bool { return g.Name == berthv1alpha1.AdmissionGate }
 
+// A GroupJoiner puts a pod that another kind's controller made in that
+// kind's pod group, by setting the group's label and count, from what the
+// controller wrote on the pod. It leaves a pod it does not know, or one
+// already in a group, as it is.
+type GroupJoiner func(*corev1.Pod)
+
+// groupJoiners run on every pod Berth holds, in the order registered.
+var groupJoiners []GroupJoiner
+
+// RegisterGroupJoiner adds j to the joiners Suspend runs. An integration
+// whose pods the pod integration queues calls it from its init, as it
+// registers itself with jobframework.
+func RegisterGroupJoiner(j GroupJoiner) {
+	groupJoiners = append(groupJoiners, j)
+}
+
 // Suspend adds Berth's scheduling gate, and the label by which the
-// controller watches the pod. The API server takes the gate only on a pod
+// controller watches the pod; the registered GroupJoiners put it in its
+// group. The API server takes the gate only on a pod
 // being created.
 func (p *Pod) Suspend() {
 	if !p.IsSuspended() {
@@ -136,7 +153,9 @@ func (p *Pod) Suspend() {
 		p.Labels = map[string]string{}
 	}
 	p.Labels[berthv1alpha1.ManagedLabel] = "true"
-	joinLeaderWorkerGroup((*corev1.Pod)(p))
+	for _, join := range groupJoiners {
+		join((*corev1.Pod)(p))
+	}
 	if p.Labels[berthv1alpha1.PodGroupNameLabel] != "" {
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
