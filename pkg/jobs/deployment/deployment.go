@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
@@ -15,7 +16,7 @@ import (
 
 func init() {
 	jobframework.Register(&jobframework.Integration{
-		Name:        "deployment",
+		Name:        configv1alpha1.FrameworkDeployment,
 		GVK:         appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		AddToScheme: appsv1.AddToScheme,
 		Setup: func(mgr ctrl.Manager, _ jobframework.Options) error {

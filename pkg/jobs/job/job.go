@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
@@ -22,7 +23,7 @@ const podSetName = "main"
 
 func init() {
 	jobframework.Register(&jobframework.Integration{
-		Name:        "batch/job",
+		Name:        configv1alpha1.FrameworkBatchJob,
 		GVK:         batchv1.SchemeGroupVersion.WithKind("Job"),
 		NewJob:      func() jobframework.GenericJob { return &Job{} },
 		Wrap:        wrap,

@@ -13,6 +13,7 @@ import (
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
@@ -21,7 +22,7 @@ import (
 
 func init() {
 	jobframework.Register(&jobframework.Integration{
-		Name:        "jobset.x-k8s.io/jobset",
+		Name:        configv1alpha1.FrameworkJobSet,
 		GVK:         jobsetapi.GroupVersion.WithKind("JobSet"),
 		NewJob:      func() jobframework.GenericJob { return &JobSet{} },
 		Wrap:        wrap,

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/resources"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
@@ -35,7 +36,7 @@ const podSetName = "main"
 
 func init() {
 	jobframework.Register(&jobframework.Integration{
-		Name:               "pod",
+		Name:               configv1alpha1.FrameworkPod,
 		GVK:                corev1.SchemeGroupVersion.WithKind("Pod"),
 		NewJob:             func() jobframework.GenericJob { return &Pod{} },
 		Wrap:               wrap,
