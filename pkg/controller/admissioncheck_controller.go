@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,17 +34,11 @@ func (r *AdmissionCheckReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile syncs one AdmissionCheck.
 func (r *AdmissionCheckReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ac := &berthv1alpha1.AdmissionCheck{}
-	err := r.client.Get(ctx, req.NamespacedName, ac)
-	switch {
-	case apierrors.IsNotFound(err):
-		r.cache.DeleteAdmissionCheck(berthv1alpha1.AdmissionCheckReference(req.Name))
-	case err != nil:
-		return ctrl.Result{}, err
-	default:
-		r.cache.AddOrUpdateAdmissionCheck(ac)
-	}
 	name := berthv1alpha1.AdmissionCheckReference(req.Name)
+	gone := func() { r.cache.DeleteAdmissionCheck(name) }
+	if err := feed(ctx, r.client, req, &berthv1alpha1.AdmissionCheck{}, r.cache.AddOrUpdateAdmissionCheck, gone); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, r.notifier.clusterQueuesChanged(ctx, r.client, func(cq *berthv1alpha1.ClusterQueue) bool {
 		if !slices.Contains(workload.ChecksNamed(cq), name) {
 			return false

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,17 +31,16 @@ func (r *CohortReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile syncs one Cohort.
 func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	cohort := &berthv1alpha1.Cohort{}
-	err := r.client.Get(ctx, req.NamespacedName, cohort)
-	switch {
-	case apierrors.IsNotFound(err):
-		r.cache.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
-		r.queues.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
-	case err != nil:
-		return ctrl.Result{}, err
-	default:
+	set := func(cohort *berthv1alpha1.Cohort) {
 		r.cache.AddOrUpdateCohort(cohort)
 		r.queues.AddOrUpdateCohort(cohort)
+	}
+	gone := func() {
+		r.cache.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
+		r.queues.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
+	}
+	if err := feed(ctx, r.client, req, &berthv1alpha1.Cohort{}, set, gone); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.notifier.clusterQueuesChanged(ctx, r.client, nil)
 }

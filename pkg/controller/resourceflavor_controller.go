@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,15 +30,9 @@ func (r *ResourceFlavorReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile syncs one ResourceFlavor.
 func (r *ResourceFlavorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	rf := &berthv1alpha1.ResourceFlavor{}
-	err := r.client.Get(ctx, req.NamespacedName, rf)
-	switch {
-	case apierrors.IsNotFound(err):
-		r.cache.DeleteResourceFlavor(berthv1alpha1.ResourceFlavorReference(req.Name))
-	case err != nil:
+	gone := func() { r.cache.DeleteResourceFlavor(berthv1alpha1.ResourceFlavorReference(req.Name)) }
+	if err := feed(ctx, r.client, req, &berthv1alpha1.ResourceFlavor{}, r.cache.AddOrUpdateResourceFlavor, gone); err != nil {
 		return ctrl.Result{}, err
-	default:
-		r.cache.AddOrUpdateResourceFlavor(rf)
 	}
 	r.queues.QueueAllInadmissible()
 	return ctrl.Result{}, r.notifier.clusterQueuesChanged(ctx, r.client, nil)
