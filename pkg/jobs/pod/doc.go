@@ -8,7 +8,8 @@
 //
 // Pods that another kind's controller makes in groups are put in their
 // group by that kind's integration, through a GroupJoiner it registers
-// (pkg/jobs/leaderworkerset).
+// (pkg/jobs/leaderworkerset); a kind that sizes and owns its pods' group
+// registers a GroupOwner (pkg/jobs/statefulset).
 //
 // Pods that another framework runs (those of a Job) are left to it, and
 // pods outside the configured namespaces are never touched. Importing the

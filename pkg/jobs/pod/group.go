@@ -11,11 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,20 +30,23 @@ import (
 // with the same node selector and tolerations (a LeaderWorkerSet's leader
 // and its workers may differ).
 //
-// The pods of a StatefulSet are a group whose size is the StatefulSet's
-// replicas. Its Workload belongs to the StatefulSet and is admitted as soon
-// as its first pod exists, because the StatefulSet creates its pods one
-// at a time, each once the one before runs; the others are let through as
-// they come, up to the admitted count. Such a group serves: it does not
-// finish when its pods end, since the StatefulSet replaces them.
+// The pods of a GroupOwner's object, such as a StatefulSet (registered by
+// pkg/jobs/statefulset), are a group whose size is the owner's replicas.
+// Its Workload belongs to the owner and is admitted as soon as its first
+// pod exists, because a StatefulSet creates its pods one at a time, each
+// once the one before runs; the others are let through as they come, up
+// to the admitted count. Such a group serves: it does not finish when its
+// pods end, since the owner replaces them.
 type Group struct {
 	name, namespace string
 	// pods are the group's pods, by name.
 	pods []*corev1.Pod
 	// total is the number of pods the group has when whole.
 	total int32
-	// owner is the StatefulSet whose replicas the group's pods are.
-	owner *metav1.OwnerReference
+	// owner is the object whose replicas the group's pods are, such as a
+	// StatefulSet, of kind ownerKind.
+	owner     *metav1.OwnerReference
+	ownerKind *GroupOwner
 	// invalid says why the group cannot be queued as it is.
 	invalid string
 	changed []*corev1.Pod
@@ -69,34 +70,64 @@ func loadGroup(ctx context.Context, c client.Reader, ns, name string) (jobframew
 	}
 	g := newGroup(ns, name, pods)
 	if g.owner != nil {
-		sts := &appsv1.StatefulSet{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: g.owner.Name}, sts); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("reading the StatefulSet of group %s: %w", name, err)
-			}
+		size, err := g.ownerKind.Size(ctx, c, ns, *g.owner)
+		switch {
+		case apierrors.IsNotFound(err):
 			// Being deleted: its pods go with it.
-			g.invalid = fmt.Sprintf("its StatefulSet %s is gone", g.owner.Name)
-		} else if sts.UID == g.owner.UID {
-			g.total = ptr.Deref(sts.Spec.Replicas, 1)
+			g.invalid = fmt.Sprintf("its %s %s is gone", g.owner.Kind, g.owner.Name)
+		case err != nil:
+			return nil, fmt.Errorf("reading the %s of group %s: %w", g.owner.Kind, name, err)
+		default:
+			g.total = size
 		}
 	}
 	return g, nil
 }
 
-// groupOfStatefulSet is the group of a queued StatefulSet's pods: a change
-// of its replicas changes the group's size.
-func groupOfStatefulSet(obj client.Object) string {
-	sts, ok := obj.(*appsv1.StatefulSet)
-	if !ok || sts.Labels[berthv1alpha1.QueueNameLabel] == "" {
-		return ""
+// A GroupOwner is a kind whose controller makes a pod group's pods and
+// replaces them, such as a StatefulSet: a group whose pods it controls has
+// the size the owner says, belongs to the owner, is admitted as soon as
+// its first pod exists, and does not finish when its pods end.
+type GroupOwner struct {
+	// APIVersion and Kind are the owner's, as the pods' controller
+	// reference names them.
+	APIVersion, Kind string
+	// Size reads how many pods the owner ref wants: a NotFound error when
+	// it is gone, and 0 when another object of the kind now has its name.
+	Size func(ctx context.Context, c client.Reader, ns string, ref metav1.OwnerReference) (int32, error)
+	// Source is the kind's objects, whose changes change their group.
+	Source jobframework.GroupSource
+}
+
+// groupOwners are the registered GroupOwners.
+var groupOwners []*GroupOwner
+
+// RegisterGroupOwner makes groups whose pods o's kind controls belong to
+// it. An integration whose pods the pod integration queues calls it from
+// its init, as it registers itself with jobframework.
+func RegisterGroupOwner(o GroupOwner) {
+	groupOwners = append(groupOwners, &o)
+	integration.GroupSources = append(integration.GroupSources, o.Source)
+}
+
+// ownerOf is the registered GroupOwner that controls p, and its reference.
+func ownerOf(p *corev1.Pod) (*GroupOwner, *metav1.OwnerReference) {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil, nil
 	}
-	return sts.Spec.Template.Labels[berthv1alpha1.PodGroupNameLabel]
+	for _, o := range groupOwners {
+		if ref.APIVersion == o.APIVersion && ref.Kind == o.Kind {
+			return o, ref
+		}
+	}
+	return nil, nil
 }
 
 // newGroup is the group of pods. The group size is their
 // pod-group-total-count annotation, on which all must agree, or, for the
-// pods of a StatefulSet without it, the StatefulSet's replicas, which the
-// caller reads.
+// pods of a GroupOwner's object without it, the owner's replicas, which
+// the caller reads.
 func newGroup(ns, name string, pods []*corev1.Pod) *Group {
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	g := &Group{name: name, namespace: ns, pods: pods}
@@ -122,8 +153,8 @@ func newGroup(ns, name string, pods []*corev1.Pod) *Group {
 			g.total = int32(n)
 		}
 	default:
-		if owner := metav1.GetControllerOf(pods[0]); owner != nil && owner.Kind == "StatefulSet" && owner.APIVersion == appsv1.SchemeGroupVersion.String() {
-			g.owner = owner
+		if kind, ref := ownerOf(pods[0]); kind != nil {
+			g.ownerKind, g.owner = kind, ref
 		} else {
 			g.invalid = fmt.Sprintf("its pods have no annotation %s", berthv1alpha1.PodGroupTotalCountAnnotation)
 		}
@@ -158,7 +189,7 @@ func (g *Group) Members() []client.Object {
 	return out
 }
 
-// serving reports whether the group is a StatefulSet's.
+// serving reports whether the group is a GroupOwner's object's.
 func (g *Group) serving() bool { return g.owner != nil }
 
 // IsSuspended reports whether any pod of the group is held.
@@ -175,7 +206,7 @@ func (g *Group) Runs() bool {
 // Suspend changes nothing: a pod is held from its creation.
 func (g *Group) Suspend() {}
 
-// WorkloadName is named after the group, and the StatefulSet's UID: one
+// WorkloadName is named after the group, and its owner's UID: one
 // created again under the same name gets a new Workload.
 func (g *Group) WorkloadName() string {
 	key := g.namespace + "/" + g.name
@@ -190,7 +221,7 @@ func (g *Group) WorkloadLabels() map[string]string {
 	return map[string]string{berthv1alpha1.PodGroupNameLabel: g.name}
 }
 
-// Owners are the StatefulSet, or else every pod of the group.
+// Owners are the group's owner, or else every pod of the group.
 func (g *Group) Owners() []metav1.OwnerReference {
 	if g.owner != nil {
 		return []metav1.OwnerReference{{APIVersion: g.owner.APIVersion, Kind: g.owner.Kind, Name: g.owner.Name, UID: g.owner.UID}}
@@ -202,7 +233,7 @@ func (g *Group) Owners() []metav1.OwnerReference {
 	return out
 }
 
-// Complete reports whether the group has all its pods: a StatefulSet's
+// Complete reports whether the group has all its pods: an owned
 // group as soon as it has one.
 func (g *Group) Complete() (bool, string, bool) {
 	if g.invalid != "" {
@@ -361,7 +392,7 @@ func (g *Group) DeleteRunning(ctx context.Context, c client.Writer) error {
 }
 
 // Finished reports whether all the group's pods have ended: succeeded when
-// as many as its size succeeded. A StatefulSet's group does not finish.
+// as many as its size succeeded. An owned group does not finish.
 func (g *Group) Finished() (bool, bool, string) {
 	if g.serving() {
 		return false, false, ""

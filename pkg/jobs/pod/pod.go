@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,19 +33,22 @@ import (
 // podSetName is the name of a pod's only podset.
 const podSetName = "main"
 
+// integration is the pod integration; RegisterGroupOwner adds to its
+// GroupSources.
+var integration = &jobframework.Integration{
+	Name:               configv1alpha1.FrameworkPod,
+	GVK:                corev1.SchemeGroupVersion.WithKind("Pod"),
+	NewJob:             func() jobframework.GenericJob { return &Pod{} },
+	Wrap:               wrap,
+	AddToScheme:        corev1.AddToScheme,
+	HoldOnlyAtCreation: true,
+	Selects:            selects,
+	GroupLabel:         berthv1alpha1.PodGroupNameLabel,
+	LoadGroup:          loadGroup,
+}
+
 func init() {
-	jobframework.Register(&jobframework.Integration{
-		Name:               configv1alpha1.FrameworkPod,
-		GVK:                corev1.SchemeGroupVersion.WithKind("Pod"),
-		NewJob:             func() jobframework.GenericJob { return &Pod{} },
-		Wrap:               wrap,
-		AddToScheme:        corev1.AddToScheme,
-		HoldOnlyAtCreation: true,
-		Selects:            selects,
-		GroupLabel:         berthv1alpha1.PodGroupNameLabel,
-		LoadGroup:          loadGroup,
-		GroupSources:       []jobframework.GroupSource{{Object: &appsv1.StatefulSet{}, GroupOf: groupOfStatefulSet}},
-	})
+	jobframework.Register(integration)
 }
 
 func wrap(obj client.Object) (jobframework.GenericJob, error) {
@@ -189,12 +191,12 @@ func (p *Pod) ValidateOnCreate() field.ErrorList {
 	}
 	path := field.NewPath("metadata", "annotations").Key(berthv1alpha1.PodGroupTotalCountAnnotation)
 	v, ok := p.Annotations[berthv1alpha1.PodGroupTotalCountAnnotation]
-	switch owner := metav1.GetControllerOf(p); {
+	switch owner, _ := ownerOf((*corev1.Pod)(p)); {
 	case ok:
 		if n, err := strconv.ParseInt(v, 10, 32); err != nil || n < 1 {
 			errs = append(errs, field.Invalid(path, v, "the number of pods in the group: a whole number from 1"))
 		}
-	case owner == nil || owner.Kind != "StatefulSet":
+	case owner == nil:
 		errs = append(errs, field.Required(path, "a pod of a group says how many pods the group has"))
 	}
 	return errs

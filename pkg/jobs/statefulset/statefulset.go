@@ -12,11 +12,13 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/jobs/pod"
 )
 
 // +kubebuilder:webhook:path=/mutate-apps-v1-statefulset,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps,resources=statefulsets,verbs=create;update,versions=v1,name=mstatefulset.berth.dev,admissionReviewVersions=v1
 
 func init() {
+	pod.RegisterGroupOwner(owner)
 	jobframework.Register(&jobframework.Integration{
 		Name:        configv1alpha1.FrameworkStatefulSet,
 		GVK:         appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
