@@ -97,7 +97,9 @@ func BenchmarkDashboard(b *testing.B) {
 						cl.ordered.once = sync.Once{}
 					}
 					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:0"+path, nil))
+					req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:0"+path, nil)
+					req.AddCookie(&http.Cookie{Name: cookie, Value: d.token})
+					h.ServeHTTP(rec, req)
 					if rec.Code != http.StatusOK {
 						b.Fatalf("%s: %d", path, rec.Code)
 					}
