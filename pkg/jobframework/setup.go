@@ -3,6 +3,7 @@ package jobframework
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,6 +93,30 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	hook := ctrl.NewWebhookManagedBy(mgr, i.NewJob().Object())
 	//nolint:staticcheck // the typed Defaulter and Validator cannot decode into an interface type: see defaulter
-	return hook.WithCustomDefaulter(&defaulter{client: mgr.GetClient(), integration: i, opts: opts}).
-		WithCustomValidator(&validator{client: mgr.GetClient(), integration: i, opts: opts}).Complete()
+	reader := freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
+	return hook.WithCustomDefaulter(&defaulter{client: reader, integration: i, opts: opts}).
+		WithCustomValidator(&validator{client: reader, integration: i, opts: opts}).Complete()
+}
+
+// freshReader reads from the manager's cache, and from the API server what
+// the cache does not hold: the webhooks judge objects as they are created,
+// which may name another created a moment before (a JobSet's Job, the owner
+// of the pods it makes at once), and a miss must not be taken for absence.
+type freshReader struct {
+	cached, live client.Reader
+}
+
+// Get reads key from the cache, or from the API server when the cache does
+// not have it.
+func (r freshReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.cached.Get(ctx, key, obj, opts...)
+	if apierrors.IsNotFound(err) {
+		return r.live.Get(ctx, key, obj, opts...)
+	}
+	return err
+}
+
+// List lists from the cache.
+func (r freshReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.cached.List(ctx, list, opts...)
 }

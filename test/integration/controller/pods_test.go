@@ -161,10 +161,14 @@ func TestPodsBeyondQuotaWaitGatedAndPreemptionDeletesThePod(t *testing.T) {
 
 func TestPodsBerthDoesNotHold(t *testing.T) {
 	ns, _ := queueSetup(t, "2", nil)
+	// A pod of a queued Job waits with its Job: its owner reference must
+	// name a Job Berth holds (one that does not exist would not do).
+	train := utiltesting.MakeJob("train", ns).Queue("main").Obj()
+	mustCreate(t, train)
 	cases := map[string]*corev1.Pod{
-		"in kube-system": utiltesting.MakePod(unique("system"), "kube-system").Queue("main").Obj(),
-		"of a Job":       utiltesting.MakePod("job-pod", ns).Queue("main").OwnedBy("batch/v1", "Job", "train", "8e4c6a5e-0000-4000-8000-000000000001").Obj(),
-		"without label":  utiltesting.MakePod("plain", ns).Obj(),
+		"in kube-system":  utiltesting.MakePod(unique("system"), "kube-system").Queue("main").Obj(),
+		"of a queued Job": utiltesting.MakePod("job-pod", ns).Queue("main").OwnedBy("batch/v1", "Job", "train", string(train.UID)).Obj(),
+		"without label":   utiltesting.MakePod("plain", ns).Obj(),
 	}
 	for name, pod := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -220,7 +224,7 @@ func TestPodCannotEscapeItsQuota(t *testing.T) {
 	}
 	running.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
 	err = server.Client.SubResource("resize").Update(ctxFor(t), running)
-	if !apierrors.IsInvalid(err) || !contains(err.Error(), "cpu per pod 2 instead of 1") {
+	if !apierrors.IsInvalid(err) || !contains(err.Error(), "cpu per pod cannot grow from 1 to 2") {
 		t.Errorf("resizing a running pod beyond its admission: %v, want refused with the requests", err)
 	}
 }
