@@ -92,8 +92,8 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	hook := ctrl.NewWebhookManagedBy(mgr, i.NewJob().Object())
-	//nolint:staticcheck // the typed Defaulter and Validator cannot decode into an interface type: see defaulter
 	reader := freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
+	//nolint:staticcheck // the typed Defaulter and Validator cannot decode into an interface type: see defaulter
 	return hook.WithCustomDefaulter(&defaulter{client: reader, integration: i, opts: opts}).
 		WithCustomValidator(&validator{client: reader, integration: i, opts: opts}).Complete()
 }
