@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/pkg/certs"
 	"github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/controllermanager"
 	"github.com/berth-dev/berth/pkg/engine/queue"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
@@ -35,12 +36,11 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
-	"github.com/berth-dev/berth/pkg/manager"
 )
 
 func main() {
 	var configFile string
-	var deviations manager.Deviations
+	var deviations controllermanager.Deviations
 	flag.StringVar(&configFile, "config", "", "Path to the controller's configuration file (config.berth.dev/v1alpha1 Configuration); empty for the defaults.")
 	flag.BoolVar(&deviations.Stock, "stock", false, "Run as stock controller-runtime and client-go do, without Berth's deviations from them (see operations.md), to bisect a regression after upgrading either.")
 	opts := zap.Options{}
@@ -55,7 +55,7 @@ func main() {
 	}
 }
 
-func run(configFile string, deviations manager.Deviations) error {
+func run(configFile string, deviations controllermanager.Deviations) error {
 	cfg, err := config.Load(configFile)
 	if err != nil {
 		return err
@@ -64,7 +64,7 @@ func run(configFile string, deviations manager.Deviations) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := manager.AddToScheme(scheme, cfg.Integrations.Frameworks); err != nil {
+	if err := controllermanager.AddToScheme(scheme, cfg.Integrations.Frameworks); err != nil {
 		return err
 	}
 	restConfig := ctrl.GetConfigOrDie()
@@ -80,11 +80,11 @@ func run(configFile string, deviations manager.Deviations) error {
 	if err != nil {
 		return err
 	}
-	var fence *manager.Fence
+	var fence *controllermanager.Fence
 	if opts.LeaderElection {
 		// Only the leader writes Workloads, queues and jobs, and only while
 		// its lease is surely its own.
-		fence = manager.NewFence(*opts.LeaseDuration)
+		fence = controllermanager.NewFence(*opts.LeaseDuration)
 		if opts.LeaderElectionResourceLockInterface, err = fence.NewLeaseLock(restConfig, opts.LeaderElectionNamespace, opts.LeaderElectionID, *opts.RenewDeadline); err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func run(configFile string, deviations manager.Deviations) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := manager.Setup(ctx, mgr, controllerOptions(cfg, deviations)); err != nil {
+	if err := controllermanager.Setup(ctx, mgr, controllerOptions(cfg, deviations)); err != nil {
 		return err
 	}
 	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks, "procs", runtime.GOMAXPROCS(0), "stock", deviations.Stock)
@@ -110,8 +110,8 @@ func run(configFile string, deviations manager.Deviations) error {
 	return err
 }
 
-func managerOptions(cfg *configv1alpha1.Configuration, deviations manager.Deviations, restConfig *rest.Config, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) (ctrl.Options, error) {
-	cacheOpts, err := deviations.CacheOptions(restConfig, scheme, manager.Scope{
+func managerOptions(cfg *configv1alpha1.Configuration, deviations controllermanager.Deviations, restConfig *rest.Config, scheme *k8sruntime.Scheme, tlsOpts []func(*tls.Config)) (ctrl.Options, error) {
+	cacheOpts, err := deviations.CacheOptions(restConfig, scheme, controllermanager.Scope{
 		ValidatingWebhookConfiguration: cfg.InternalCertManagement.ValidatingWebhookConfigurationName,
 		MutatingWebhookConfiguration:   cfg.InternalCertManagement.MutatingWebhookConfigurationName,
 	})
@@ -164,8 +164,8 @@ func addProbes(mgr ctrl.Manager, certsMgr *certs.Manager) error {
 	return mgr.AddReadyzCheck("webhook-certs", certsMgr.Checker())
 }
 
-func controllerOptions(cfg *configv1alpha1.Configuration, deviations manager.Deviations) manager.Options {
-	opts := manager.Options{
+func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllermanager.Deviations) controllermanager.Options {
+	opts := controllermanager.Options{
 		Controllers: controller.Options{WorkloadConcurrency: 4},
 		Jobs: jobframework.Options{
 			ManageJobsWithoutQueueName: cfg.ManageJobsWithoutQueueName,

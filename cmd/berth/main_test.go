@@ -12,7 +12,7 @@ import (
 
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/config"
-	"github.com/berth-dev/berth/pkg/manager"
+	"github.com/berth-dev/berth/pkg/controllermanager"
 )
 
 // TestManagerOptionsCarryTheLeaseTiming: the configuration's lease timing
@@ -22,10 +22,10 @@ func TestManagerOptionsCarryTheLeaseTiming(t *testing.T) {
 	cfg.LeaderElection.LeaseDuration = &metav1.Duration{Duration: 6 * time.Second}
 	config.SetDefaults(cfg)
 	scheme := k8sruntime.NewScheme()
-	if err := manager.AddToScheme(scheme, nil); err != nil {
+	if err := controllermanager.AddToScheme(scheme, nil); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := managerOptions(cfg, manager.Deviations{}, &rest.Config{Host: "https://127.0.0.1:6443"}, scheme, nil)
+	opts, err := managerOptions(cfg, controllermanager.Deviations{}, &rest.Config{Host: "https://127.0.0.1:6443"}, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 type Applier struct {
 	writer   workloadwriter.Writer
 	recorder events.EventRecorder
-	pending  *PendingWriter
+	pending  *WaitReasons
 	// clusterQueue reads a ClusterQueue, for its admission checks.
 	clusterQueue func(context.Context, berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error)
 }
@@ -32,7 +32,7 @@ var _ scheduler.Applier = (*Applier)(nil)
 // New returns an Applier writing through w, with why workloads wait
 // written by pending, and the ClusterQueues' admission checks read with
 // clusterQueue.
-func New(w workloadwriter.Writer, recorder events.EventRecorder, pending *PendingWriter,
+func New(w workloadwriter.Writer, recorder events.EventRecorder, pending *WaitReasons,
 	clusterQueue func(context.Context, berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error)) *Applier {
 	return &Applier{writer: w, recorder: recorder, pending: pending, clusterQueue: clusterQueue}
 }
@@ -78,7 +78,7 @@ func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, r
 }
 
 // SetPending records why wl waits. The write happens off the scheduler's
-// path (see PendingWriter).
+// path (see WaitReasons).
 func (a *Applier) SetPending(wl *berthv1alpha1.Workload, reason, message string) {
 	a.pending.Set(wl, reason, message)
 }

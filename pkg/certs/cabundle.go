@@ -20,7 +20,7 @@ import (
 
 // Only the configurations of the default configuration's names; the
 // controller's cache lists and watches them by name (ByObject in
-// pkg/manager), which is what resourceNames allows. Other names need the
+// pkg/controllermanager), which is what resourceNames allows. Other names need the
 // role changed to match.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=berth-validating-webhook-configuration
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=berth-mutating-webhook-configuration

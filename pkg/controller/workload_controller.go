@@ -59,7 +59,7 @@ type WorkloadReconciler struct {
 }
 
 // pendingMessages is what the Workload reconciler needs of the writer of
-// why workloads wait (applier.PendingWriter).
+// why workloads wait (applier.WaitReasons).
 type pendingMessages interface {
 	// Forget drops what is known of a workload that no longer waits.
 	Forget(key types.NamespacedName)

@@ -130,13 +130,13 @@ type forgotten map[types.NamespacedName]bool
 
 func (f forgotten) Forget(key types.NamespacedName) { f[key] = true }
 
-// TestInadmissibleWorkloadIsForgottenByThePendingWriter: a workload that
+// TestInadmissibleWorkloadIsForgottenByWaitReasons: a workload that
 // cannot be queued at all (its LocalQueue or WorkloadPriorityClass is
 // missing) gets its reason from the reconciler, over whatever the writer of
 // reasons to wait wrote before. That writer must forget its own write, or
 // once the workload is queued again its next reason would wait for the
 // refresh of the one it thinks is still there.
-func TestInadmissibleWorkloadIsForgottenByThePendingWriter(t *testing.T) {
+func TestInadmissibleWorkloadIsForgottenByWaitReasons(t *testing.T) {
 	noQueue := utiltesting.MakeWorkload("no-queue", "ns").Queue("missing").Request(1, "cpu", "1").Obj()
 	noClass := utiltesting.MakeWorkload("no-class", "ns").Queue("main").Request(1, "cpu", "1").Obj()
 	noClass.Spec.PriorityClassName = "gone"

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/controllermanager"
 	"github.com/berth-dev/berth/pkg/engine/workload"
-	"github.com/berth-dev/berth/pkg/manager"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -22,7 +22,7 @@ import (
 // again, it starts over.
 func TestPodsReadyTimeoutBacksOff(t *testing.T) {
 	stopManager()
-	err := startManager(func(o *manager.Options) {
+	err := startManager(func(o *controllermanager.Options) {
 		o.Controllers.PodsReadyTimeout = time.Second
 		o.Controllers.Backoff = workload.Backoff{Base: time.Second, Max: 4 * time.Second, Limit: ptr.To[int32](2)}
 	})

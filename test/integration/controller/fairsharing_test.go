@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/controllermanager"
 	"github.com/berth-dev/berth/pkg/engine/queue"
 	"github.com/berth-dev/berth/pkg/engine/workload"
-	"github.com/berth-dev/berth/pkg/manager"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -22,7 +22,7 @@ import (
 // weighted share of 125 (2/8, per mille, halved), its lender 0.
 func TestFairSharingReportsWeightedShares(t *testing.T) {
 	stopManager()
-	if err := startManager(func(o *manager.Options) { o.FairSharing = true }); err != nil {
+	if err := startManager(func(o *controllermanager.Options) { o.FairSharing = true }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -59,7 +59,7 @@ func TestFairSharingReportsWeightedShares(t *testing.T) {
 // status is where it starts from (it samples no more before the end). When heavy's first job finishes, light's
 // job is admitted, and heavy's waits, saying why.
 func TestAdmissionFairSharingServesTheLighterLocalQueue(t *testing.T) {
-	afs := func(o *manager.Options) {
+	afs := func(o *controllermanager.Options) {
 		o.AdmissionFairSharing = &queue.AdmissionFairSharing{HalfLife: time.Hour, Interval: time.Second}
 	}
 	stopManager()
@@ -110,7 +110,7 @@ func TestAdmissionFairSharingServesTheLighterLocalQueue(t *testing.T) {
 	// Restarted to sample only hourly: what orders the queues now is the
 	// usage restored from heavy's status.
 	stopManager()
-	if err := startManager(func(o *manager.Options) {
+	if err := startManager(func(o *controllermanager.Options) {
 		o.AdmissionFairSharing = &queue.AdmissionFairSharing{HalfLife: time.Hour, Interval: time.Hour}
 	}); err != nil {
 		t.Fatal(err)

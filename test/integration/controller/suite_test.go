@@ -24,6 +24,7 @@ import (
 
 	berthconfig "github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
+	"github.com/berth-dev/berth/pkg/controllermanager"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	_ "github.com/berth-dev/berth/pkg/jobs/deployment"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
@@ -31,7 +32,6 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
-	"github.com/berth-dev/berth/pkg/manager"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -72,7 +72,7 @@ func TestMain(m *testing.M) {
 // would: empty caches, every object loaded from the API server. It runs
 // with the permissions of config/rbac/role.yaml and no others. tune
 // changes the default options, for a test that needs others.
-func startManager(tune ...func(*manager.Options)) error {
+func startManager(tune ...func(*controllermanager.Options)) error {
 	cfg, err := server.ControllerConfig(context.Background())
 	if err != nil {
 		return err
@@ -81,17 +81,17 @@ func startManager(tune ...func(*manager.Options)) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := manager.AddToScheme(scheme, integrations); err != nil {
+	if err := controllermanager.AddToScheme(scheme, integrations); err != nil {
 		return err
 	}
-	cacheOpts, err := manager.Deviations{}.CacheOptions(cfg, scheme, manager.Scope{})
+	cacheOpts, err := controllermanager.Deviations{}.CacheOptions(cfg, scheme, controllermanager.Scope{})
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
-		MapperProvider:         manager.Deviations{}.MapperProvider(),
+		MapperProvider:         controllermanager.Deviations{}.MapperProvider(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -110,7 +110,7 @@ func startManager(tune ...func(*manager.Options)) error {
 		cancel()
 		return err
 	}
-	opts := manager.Options{
+	opts := controllermanager.Options{
 		Controllers:  controller.Options{WorkloadConcurrency: 4},
 		Jobs:         jobframework.Options{PodNamespaces: podNamespaces},
 		Integrations: integrations,
@@ -118,7 +118,7 @@ func startManager(tune ...func(*manager.Options)) error {
 	for _, t := range tune {
 		t(&opts)
 	}
-	err = manager.Setup(ctx, mgr, opts)
+	err = controllermanager.Setup(ctx, mgr, opts)
 	if err != nil {
 		cancel()
 		return err
@@ -140,7 +140,7 @@ func startManager(tune ...func(*manager.Options)) error {
 // ctrlConfig is Berth's controller configuration, with name validation off:
 // a restarted manager registers the same controller names again.
 func ctrlConfig() config.Controller {
-	c := manager.Deviations{}.ControllerDefaults()
+	c := controllermanager.Deviations{}.ControllerDefaults()
 	c.SkipNameValidation = ptr.To(true)
 	return c
 }

@@ -73,7 +73,7 @@
 // cmd/perf and hack/perf.sh, and at 2% scale by test/integration/perf.
 // RESULTS.md keeps the history of the runs taken on the development
 // machine. No package of the harness may import Berth's controller
-// packages (pkg/controller, pkg/manager, pkg/applier, pkg/fastwatch,
+// packages (pkg/controller, pkg/controllermanager, pkg/applier, pkg/fastwatch,
 // pkg/engine/scheduler, pkg/engine/cache, pkg/engine/queue): the controller is measured as a
 // black box. They may use pkg/engine/workload's pure helpers and
 // pkg/workloadwriter, to write a Workload's status as Berth's job

@@ -9,7 +9,7 @@
 // The audit must not see the Workloads through the code it audits: the
 // watch is a stock client-go informer, not Berth's pkg/fastwatch, and
 // like the rest of the harness this package must not import Berth's
-// controller packages (pkg/controller, pkg/manager, pkg/applier,
+// controller packages (pkg/controller, pkg/controllermanager, pkg/applier,
 // pkg/fastwatch, pkg/engine/scheduler, pkg/engine/cache, pkg/engine/queue). It reads the
 // Workloads' state with pkg/engine/workload's pure helpers. It writes nothing
 // to the API server and keeps no clock: its caller says when each version

@@ -9,7 +9,7 @@
 // create the scenario's objects or know a run's phases and targets: the
 // runner calls it at the moments that matter. Like the rest of the
 // harness it must not import Berth's controller packages (pkg/controller,
-// pkg/manager, pkg/applier, pkg/fastwatch, pkg/engine/scheduler, pkg/engine/cache,
+// pkg/controllermanager, pkg/applier, pkg/fastwatch, pkg/engine/scheduler, pkg/engine/cache,
 // pkg/engine/queue): the controller is measured as a black box, through its
 // endpoints. The calibration writes Workloads with pkg/engine/workload and
 // pkg/workloadwriter, the writes Berth's job integrations make, so that

@@ -16,7 +16,7 @@
 // scenario. It must not reach into the controller it measures: it talks to
 // it through the API server, its metrics and its process, and, like the
 // rest of the harness, it must not import Berth's controller packages
-// (pkg/controller, pkg/manager, pkg/applier, pkg/fastwatch, pkg/engine/scheduler,
+// (pkg/controller, pkg/controllermanager, pkg/applier, pkg/fastwatch, pkg/engine/scheduler,
 // pkg/engine/cache, pkg/engine/queue). It writes a Workload's Finished condition with
 // pkg/engine/workload and pkg/workloadwriter, exactly as Berth's job integrations
 // do.

@@ -1,4 +1,4 @@
-package manager
+package controllermanager
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("berth-controller")
-	pending := applier.NewPendingWriter(mgr.GetClient(), writer, c.HoldsQuota)
+	pending := applier.NewWaitReasons(mgr.GetClient(), writer, c.HoldsQuota)
 	q.OnBehind(func(behind []queue.Behind) {
 		for _, b := range behind {
 			pending.SetBehind(b.Workload, b.Head, b.Strict)

@@ -1,4 +1,4 @@
-// Package manager assembles Berth's controller manager: the admission
+// Package controllermanager assembles Berth's controller manager: the admission
 // engine (cache, queues, scheduler), the reconcilers of pkg/controller,
 // the applier of the scheduler's decisions, the job integrations and the
 // quota audit (pkg/auditor, with a second cache of pods: QueuedPodsCache),
@@ -12,4 +12,4 @@
 // The deviations from stock controller-runtime and client-go, each with
 // the measurement that justifies it, are listed in Deviations; Stock turns
 // every one of them off, for bisecting an upgrade of either.
-package manager
+package controllermanager

@@ -41,13 +41,13 @@ const (
 	pendingWritesPerSecond = 10
 )
 
-// PendingWriter writes why workloads wait off the scheduler's path. It
+// WaitReasons writes why workloads wait off the scheduler's path. It
 // keeps the latest reason per workload and writes it after
 // pendingFirstDelay, rewriting a reason whose numbers changed at most every
 // pendingRefresh. It writes against the current object and never over a
 // workload that holds quota or finished, so a late message cannot undo an
 // admission, and it writes at most pendingWritesPerSecond.
-type PendingWriter struct {
+type WaitReasons struct {
 	client client.Reader
 	writer workloadwriter.Writer
 	queue  workqueue.TypedDelayingInterface[types.NamespacedName]
@@ -75,11 +75,11 @@ type writtenReason struct {
 	at     time.Time
 }
 
-// NewPendingWriter returns a writer reading Workloads through c and
+// NewWaitReasons returns a writer reading Workloads through c and
 // writing through w; Start runs it. holdsQuota tells it which workloads the
 // scheduler has admitted.
-func NewPendingWriter(c client.Reader, w workloadwriter.Writer, holdsQuota func(key string) bool) *PendingWriter {
-	return &PendingWriter{
+func NewWaitReasons(c client.Reader, w workloadwriter.Writer, holdsQuota func(key string) bool) *WaitReasons {
+	return &WaitReasons{
 		client:     c,
 		writer:     w,
 		holdsQuota: holdsQuota,
@@ -91,7 +91,7 @@ func NewPendingWriter(c client.Reader, w workloadwriter.Writer, holdsQuota func(
 }
 
 // Set records why wl waits; the write follows.
-func (w *PendingWriter) Set(wl *berthv1alpha1.Workload, reason, message string) {
+func (w *WaitReasons) Set(wl *berthv1alpha1.Workload, reason, message string) {
 	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
 	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil && c.Reason == reason && c.Message == message {
 		return
@@ -110,7 +110,7 @@ func (w *PendingWriter) Set(wl *berthv1alpha1.Workload, reason, message string) 
 // that does not fit: wl was set aside without being tried, as one of
 // head's shape, or, with strict, as any workload behind the head of a
 // StrictFIFO queue. Only a workload with no reason of its own is told so.
-func (w *PendingWriter) SetBehind(wl, head *berthv1alpha1.Workload, strict bool) {
+func (w *WaitReasons) SetBehind(wl, head *berthv1alpha1.Workload, strict bool) {
 	if workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved) != nil {
 		return
 	}
@@ -126,7 +126,7 @@ func (w *PendingWriter) SetBehind(wl, head *berthv1alpha1.Workload, strict bool)
 }
 
 // behindMessage says why a workload waits behind head, with head's numbers.
-func (w *PendingWriter) behindMessage(ctx context.Context, head types.NamespacedName, strict bool) string {
+func (w *WaitReasons) behindMessage(ctx context.Context, head types.NamespacedName, strict bool) string {
 	msg := fmt.Sprintf("Waiting behind workload %s, which needs as much quota, has no lower priority and does not fit", head)
 	if strict {
 		msg = fmt.Sprintf("Waiting behind workload %s, the head of its StrictFIFO ClusterQueue, which does not fit", head)
@@ -141,7 +141,7 @@ func (w *PendingWriter) behindMessage(ctx context.Context, head types.Namespaced
 }
 
 // Start writes until ctx ends.
-func (w *PendingWriter) Start(ctx context.Context) error {
+func (w *WaitReasons) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range pendingWorkers {
 		wg.Go(func() {
@@ -155,7 +155,7 @@ func (w *PendingWriter) Start(ctx context.Context) error {
 	return nil
 }
 
-func (w *PendingWriter) processNext(ctx context.Context) bool {
+func (w *WaitReasons) processNext(ctx context.Context) bool {
 	key, shutdown := w.queue.Get()
 	if shutdown {
 		return false
@@ -172,7 +172,7 @@ func (w *PendingWriter) processNext(ctx context.Context) bool {
 	return true
 }
 
-func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) error {
+func (w *WaitReasons) write(ctx context.Context, key types.NamespacedName) error {
 	w.mu.Lock()
 	want, ok := w.latest[key]
 	w.mu.Unlock()
@@ -217,9 +217,9 @@ func (w *PendingWriter) write(ctx context.Context, key types.NamespacedName) err
 }
 
 // Forget drops what is known of a workload that no longer waits.
-func (w *PendingWriter) Forget(key types.NamespacedName) { w.forget(key) }
+func (w *WaitReasons) Forget(key types.NamespacedName) { w.forget(key) }
 
-func (w *PendingWriter) forget(key types.NamespacedName) {
+func (w *WaitReasons) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.latest, key)

@@ -16,7 +16,7 @@ import (
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
-func TestPendingWriter(t *testing.T) {
+func TestWaitReasons(t *testing.T) {
 	cases := map[string]struct {
 		wl *berthv1alpha1.Workload
 		// assumed is whether the scheduler holds quota for it.
@@ -44,7 +44,7 @@ func TestPendingWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.wl).WithStatusSubresource(tc.wl).Build()
-			w := NewPendingWriter(c, workloadwriter.NewUpdate(c), func(string) bool { return tc.assumed })
+			w := NewWaitReasons(c, workloadwriter.NewUpdate(c), func(string) bool { return tc.assumed })
 			stale := tc.wl.DeepCopy()
 			stale.Status = berthv1alpha1.WorkloadStatus{}
 			w.Set(stale, berthv1alpha1.ReasonPending, "needs 4 cpu, 2 available")
@@ -66,9 +66,9 @@ func TestPendingWriter(t *testing.T) {
 	}
 }
 
-// TestPendingWriterBehind: a workload set aside behind the head of its
+// TestWaitReasonsBehind: a workload set aside behind the head of its
 // shape is told so, with the head's numbers.
-func TestPendingWriterBehind(t *testing.T) {
+func TestWaitReasonsBehind(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestPendingWriterBehind(t *testing.T) {
 	head.Status.Conditions[0].Message = "needs 8 cpu, 2 available"
 	behind := utiltesting.MakeWorkload("behind", "ns").Obj()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(head, behind).WithStatusSubresource(head, behind).Build()
-	w := NewPendingWriter(c, workloadwriter.NewUpdate(c), func(string) bool { return false })
+	w := NewWaitReasons(c, workloadwriter.NewUpdate(c), func(string) bool { return false })
 	w.SetBehind(behind, head, false)
 	if err := w.write(context.Background(), client.ObjectKeyFromObject(behind)); err != nil {
 		t.Fatal(err)
