@@ -11,6 +11,10 @@ GOLANGCI_LINT := $(BIN)/golangci-lint
 # the module cache is, so that a run with a module cache of its own (as
 # .ci/run's) reuses what earlier runs compiled.
 export GOFLAGS ?= -buildvcs=false -trimpath
+# Static binaries, as the release's images ship them: the local cluster, the
+# tests and the release then share one compilation (the race detector alone
+# needs cgo, and compiles on its own anyway).
+export CGO_ENABLED ?= 0
 # envtest finds etcd, kube-apiserver and kubectl here; nothing is downloaded.
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
@@ -52,7 +56,7 @@ manifests: ## Generate CRDs and RBAC from the markers.
 	@hack/toolchain.sh controller-gen
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/berth/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./apis/autoscaling/... output:crd:artifacts:config=config/components/provisioningrequest
-	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./pkg/controller/...,./pkg/certs/...,./pkg/provisioning/...}" output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./pkg/controller/...,./pkg/certs/...,./pkg/provisioning/...,./pkg/controllermanager/...}" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./pkg/jobs/... output:webhook:artifacts:config=config/webhook
 
 .PHONY: fmt
@@ -81,6 +85,20 @@ lint: ## Run golangci-lint on every module (berth-scheduler: its style linters a
 build: ## Build Berth's binaries into bin/.
 	go build -o $(BIN)/ ./cmd/...
 
+##@ Release
+
+.PHONY: images
+images: ## Build the OCI image layouts of berth and berth-scheduler (linux/amd64 and linux/arm64) into _output/release/images.
+	IMAGES_ONLY=1 hack/release.sh
+
+.PHONY: release
+release: ## Build a release into _output/release: images, berth.yaml, berth-scheduler.yaml, kubectl-berth archives, krew manifest, checksums. VERSION=vX.Y.Z
+	hack/release.sh
+
+.PHONY: push
+push: ## Push the images built by make release or make images to REGISTRY, tagged VERSION.
+	PUSH=1 hack/release.sh
+
 ##@ Testing
 
 .PHONY: test
@@ -91,7 +109,7 @@ test: verify lint test-unit test-integration test-e2e ## Run every check and tes
 # detector, the 1,500 kube-scheduler packages they import would be compiled a
 # second time (5 minutes cold), without sharing the build of bin/berth-scheduler.
 test-unit: ## Run the unit tests of every module (Berth's with the race detector), then every fuzz target for FUZZ_TIME (20s) each.
-	go test -race $(GO_TEST_FLAGS) ./apis/... ./pkg/... ./cmd/berth/... ./hack/... ./test/performance/...
+	CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) ./apis/... ./pkg/... ./cmd/berth/... ./hack/... ./test/performance/...
 	cd cmd/berth-scheduler && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh
 

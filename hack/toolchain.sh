@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned tools Berth needs from the Go module proxy into bin/.
 #
-#   hack/toolchain.sh [kube|berth-scheduler|etcd|kwok|jobset|lws|controller-gen|golangci-lint|all]...
+#   hack/toolchain.sh [kube|berth-scheduler|etcd|kwok|jobset|lws|helm|controller-gen|golangci-lint|all]...
 #
 # Each tool is rebuilt only when its pins change: a stamp under bin/.stamps
 # records the hash of what it was built from. No release binaries or images
@@ -126,6 +126,16 @@ build_kwok() {
 	stamp kwok
 }
 
+# build_helm builds the Helm CLI that lints and renders charts/berth. Its
+# module pins the Kubernetes libraries at Berth's versions, as JobSet's does.
+build_helm() {
+	local mod=$ROOT/hack/tools/helm
+	if fresh helm "$BIN/helm" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
+	log "building helm"
+	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/helm" helm.sh/helm/v4/cmd/helm)
+	stamp helm
+}
+
 main() {
 	local targets=("$@")
 	[[ ${#targets[@]} -gt 0 ]] || targets=(all)
@@ -138,12 +148,16 @@ main() {
 		kwok) build_kwok ;;
 		jobset) build_jobset ;;
 		lws) build_lws ;;
+		helm) build_helm ;;
 		controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 		golangci-lint) go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;
-		all) main etcd kube berth-scheduler kwok jobset lws controller-gen golangci-lint ;;
+		all) main etcd kube berth-scheduler kwok jobset lws helm controller-gen golangci-lint ;;
 		*) log "unknown tool $t"; return 2 ;;
 		esac
 	done
 }
 
-main "$@"
+# Sourced (hack/release.sh), it only defines its functions.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	main "$@"
+fi

@@ -25,6 +25,7 @@ same_pins() {
 same_pins hack/tools/jobset k8s.io/api k8s.io/apimachinery k8s.io/client-go sigs.k8s.io/controller-runtime
 # kwok does not import controller-runtime.
 same_pins hack/tools/kwok k8s.io/api k8s.io/apimachinery k8s.io/client-go
+same_pins hack/tools/helm k8s.io/api k8s.io/apimachinery k8s.io/client-go
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 if [[ -n $unformatted ]]; then
 	echo "verify: gofmt would change:" >&2

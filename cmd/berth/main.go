@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -38,6 +37,9 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 )
 
+// version is the release's, set by hack/release.sh (-X main.version).
+var version = "devel"
+
 func main() {
 	var configFile string
 	var deviations controllermanager.Deviations
@@ -48,6 +50,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(deviations.Logger(zap.New(zap.UseFlagOptions(&opts))))
 	deviations.SetProcs(os.Getenv)
+	ctrl.Log.Info("Starting Berth", "version", version)
 
 	if err := run(configFile, deviations); err != nil {
 		ctrl.Log.Error(err, "Berth stopped")
@@ -123,7 +126,7 @@ func managerOptions(cfg *configv1alpha1.Configuration, deviations controllermana
 		Cache:                   cacheOpts,
 		MapperProvider:          deviations.MapperProvider(),
 		Controller:              deviations.ControllerDefaults(),
-		Metrics:                 metricsserver.Options{BindAddress: cfg.Metrics.BindAddress},
+		Metrics:                 controllermanager.MetricsOptions(cfg.Metrics),
 		HealthProbeBindAddress:  cfg.Health.HealthProbeBindAddress,
 		PprofBindAddress:        cfg.PprofBindAddress,
 		LeaderElection:          ptr.Deref(cfg.LeaderElection.LeaderElect, true),

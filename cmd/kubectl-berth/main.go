@@ -10,8 +10,12 @@ import (
 	"github.com/berth-dev/berth/pkg/kubectlberth"
 )
 
+// version is the release's, set by hack/release.sh (-X main.version).
+var version = "devel"
+
 func main() {
 	cmd := kubectlberth.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	cmd.Version = version
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -39,7 +39,14 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	setClientConnectionDefaults(&cfg.ClientConnection)
 	setLeaderElectionDefaults(&cfg.LeaderElection)
 	setString(&cfg.Health.HealthProbeBindAddress, configv1alpha1.DefaultHealthProbeBindAddress)
-	setString(&cfg.Metrics.BindAddress, configv1alpha1.DefaultMetricsBindAddress)
+	if cfg.Metrics.SecureServing == nil {
+		cfg.Metrics.SecureServing = ptr.To(true)
+	}
+	if *cfg.Metrics.SecureServing {
+		setString(&cfg.Metrics.BindAddress, configv1alpha1.DefaultMetricsBindAddress)
+	} else {
+		setString(&cfg.Metrics.BindAddress, configv1alpha1.DefaultInsecureMetricsBindAddress)
+	}
 	setWebhookDefaults(&cfg.Webhook)
 	setInternalCertManagementDefaults(&cfg.InternalCertManagement)
 	// nil, not empty: an explicit empty list means "manage no framework".

@@ -25,7 +25,7 @@ func defaulted() *configv1alpha1.Configuration {
 			RetryPeriod:       &metav1.Duration{Duration: 2 * time.Second},
 		},
 		Health:  configv1alpha1.Health{HealthProbeBindAddress: ":8081"},
-		Metrics: configv1alpha1.Metrics{BindAddress: ":8080"},
+		Metrics: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true)},
 		Webhook: configv1alpha1.Webhook{Port: 9443, CertDir: "/tmp/berth-webhook-certs"},
 		InternalCertManagement: configv1alpha1.InternalCertManagement{
 			Enable:                             ptr.To(true),
@@ -100,5 +100,24 @@ func TestSetDefaults(t *testing.T) {
 				t.Errorf("SetDefaults (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMetricsDefaults: secure serving is the default, on :8443; turned off,
+// the endpoint is plain HTTP on :8080 unless an address is given.
+func TestMetricsDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		in   configv1alpha1.Metrics
+		want configv1alpha1.Metrics
+	}{
+		{in: configv1alpha1.Metrics{}, want: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true)}},
+		{in: configv1alpha1.Metrics{SecureServing: ptr.To(false)}, want: configv1alpha1.Metrics{BindAddress: ":8080", SecureServing: ptr.To(false)}},
+		{in: configv1alpha1.Metrics{BindAddress: "127.0.0.1:9", SecureServing: ptr.To(false)}, want: configv1alpha1.Metrics{BindAddress: "127.0.0.1:9", SecureServing: ptr.To(false)}},
+	} {
+		cfg := &configv1alpha1.Configuration{Metrics: tc.in}
+		SetDefaults(cfg)
+		if diff := cmp.Diff(tc.want, cfg.Metrics); diff != "" {
+			t.Errorf("defaults of %+v (-want +got):\n%s", tc.in, diff)
+		}
 	}
 }

@@ -160,9 +160,21 @@ type Health struct {
 
 // Metrics configures the metrics endpoint.
 type Metrics struct {
-	// BindAddress is the host:port that serves /metrics. Default ":8080";
-	// "0" turns the endpoint off.
+	// BindAddress is the host:port that serves /metrics. Default ":8443"
+	// (":8080" when SecureServing is false); "0" turns the endpoint off.
 	BindAddress string `json:"bindAddress,omitempty"`
+
+	// SecureServing serves /metrics over HTTPS, to clients the API server
+	// authenticates (TokenReview) and authorizes for get on the
+	// non-resource URL /metrics (SubjectAccessReview; the ClusterRole
+	// berth-metrics-reader grants it). Default true. The certificate is
+	// self-signed unless CertDir holds one.
+	SecureServing *bool `json:"secureServing,omitempty"`
+
+	// CertDir holds the metrics server's tls.crt and tls.key (from
+	// cert-manager, say); empty for a self-signed certificate made at
+	// start.
+	CertDir string `json:"certDir,omitempty"`
 }
 
 // Webhook configures the admission webhook server.

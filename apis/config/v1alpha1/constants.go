@@ -29,7 +29,8 @@ const (
 	DefaultLeaderElectionResourceName         = "berth.dev"
 	DefaultNamespace                          = "berth-system"
 	DefaultHealthProbeBindAddress             = ":8081"
-	DefaultMetricsBindAddress                 = ":8080"
+	DefaultMetricsBindAddress                 = ":8443"
+	DefaultInsecureMetricsBindAddress         = ":8080"
 	DefaultWebhookPort                        = 9443
 	DefaultWebhookCertDir                     = "/tmp/berth-webhook-certs"
 	DefaultWebhookServiceName                 = "berth-webhook-service"
