@@ -26,6 +26,10 @@ else
 	# A cluster left half-started (e.g. after a reboot) is removed first.
 	"$BIN/kwokctl" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
 	echo "local-up: starting the control plane"
+	# Aggregator routing: the API server calls a Service's endpoints rather
+	# than its ClusterIP, which nothing routes here (no kube-proxy), so that
+	# a Service whose EndpointSlice names this machine reaches a process on
+	# it (the installed controller's test, test/e2e/installed_test.go).
 	"$BIN/kwokctl" create cluster --name "$CLUSTER" --runtime binary \
 		--etcd-binary "$K8S_BIN/etcd" \
 		--kube-apiserver-binary "$K8S_BIN/kube-apiserver" \
@@ -33,6 +37,7 @@ else
 		--kube-scheduler-binary "$BIN/berth-scheduler" \
 		--kube-scheduler-config "$ROOT/config/scheduler/scheduler-config.yaml" \
 		--kwok-controller-binary "$BIN/kwok" \
+		--extra-args kube-apiserver=enable-aggregator-routing=true \
 		--kubeconfig "$KUBECONFIG" \
 		--config "$ROOT/config/local/stages.yaml" \
 		--wait 120s >"$OUT/kwokctl-create.log" 2>&1 || {

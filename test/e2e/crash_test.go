@@ -179,8 +179,12 @@ func TestCrashMatrix(t *testing.T) {
 	}
 }
 
-// crashAndRestart kills the controller with SIGKILL and starts it again.
-func crashAndRestart() error {
+// crashAndRestart kills the controller with SIGKILL and starts it again:
+// the local cluster's, or the installed one while TestInstalledController
+// runs.
+var crashAndRestart = crashLocalController
+
+func crashLocalController() error {
 	data, err := os.ReadFile(filepath.Join(root, "_output", "local", "berth", "pid"))
 	if err != nil {
 		return fmt.Errorf("the controller's pid: %w", err)
