@@ -59,6 +59,15 @@ manifests: ## Generate CRDs and RBAC from the markers.
 	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./pkg/controller/...,./pkg/certs/...,./pkg/provisioning/...,./pkg/controllermanager/...}" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./pkg/jobs/... output:webhook:artifacts:config=config/webhook
 
+.PHONY: apiref
+apiref: ## Generate the site's API and configuration reference pages from apis/.
+	go run ./hack/apiref -pkg apis/berth/v1alpha1 -title "API reference" -weight 95 \
+		-intro "Every kind of the berth.dev/v1alpha1 API and every field, from the types' own documentation. The contract they keep is in [concepts](concepts.md)." \
+		-out site/content/reference-api.md
+	go run ./hack/apiref -pkg apis/config/v1alpha1 -title "Configuration reference" -weight 96 \
+		-intro "The controller's configuration file (config.berth.dev/v1alpha1 Configuration), passed with --config: every field, from the types' own documentation. [Operating Berth](operations.md) shows the file with its defaults." \
+		-out site/content/reference-config.md
+
 .PHONY: fmt
 fmt: ## Format the code.
 	@hack/toolchain.sh golangci-lint
@@ -102,7 +111,7 @@ push: ## Push the images built by make release or make images to REGISTRY, tagge
 ##@ Testing
 
 .PHONY: test
-test: verify lint test-unit test-integration test-e2e ## Run every check and test.
+test: verify lint test-unit test-release test-integration test-e2e ## Run every check and test.
 
 .PHONY: test-unit
 # berth-scheduler's tests call its plugins from one goroutine; with the race
@@ -112,6 +121,10 @@ test-unit: ## Run the unit tests of every module (Berth's with the race detector
 	CGO_ENABLED=1 go test -race $(GO_TEST_FLAGS) ./apis/... ./pkg/... ./cmd/berth/... ./hack/... ./test/performance/...
 	cd cmd/berth-scheduler && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh
+
+.PHONY: test-release
+test-release: ## Build the release for this machine twice and compare the bytes; lint the chart and check it against berth.yaml.
+	hack/test-release.sh
 
 .PHONY: test-integration
 test-integration: ## Run the integration tests against a real kube-apiserver.

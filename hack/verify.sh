@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-make --no-print-directory generate manifests
+make --no-print-directory generate manifests apiref
 go mod tidy
 for mod in hack/tools/*/ cmd/berth-scheduler/; do
 	[[ -f $mod/go.mod ]] && (cd "$mod" && go mod tidy)
