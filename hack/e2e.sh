@@ -35,6 +35,8 @@ go test -count=1 -v -timeout 30m -skip TestInstalledController ./test/e2e/
 # release's image for this machine, then uninstalled.
 arch=$(go env GOARCH)
 PLATFORMS=linux/$arch PLUGIN_PLATFORMS=linux/$arch hack/release.sh
+# The release it upgrades to: the same tree, another version.
+VERSION=v0.0.1-e2e OUT=$ROOT/_output/release-next PLATFORMS=linux/$arch PLUGIN_PLATFORMS=linux/$arch hack/release.sh
 BERTH_E2E_INSTALLED=1 go test -count=1 -v -timeout 20m -run TestInstalledController ./test/e2e/
 if [[ $was_up == true ]]; then
 	# Berth was uninstalled: the local cluster's is put back.
