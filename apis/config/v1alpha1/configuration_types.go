@@ -49,8 +49,10 @@ type Configuration struct {
 	// Default false: such jobs run as if Berth were not installed.
 	ManageJobsWithoutQueueName bool `json:"manageJobsWithoutQueueName,omitempty"`
 
-	// WaitForPodsReady makes admission wait until the pods of the
-	// workloads admitted before are ready.
+	// WaitForPodsReady evicts and requeues an admitted workload whose pods
+	// are not all ready in time, so that a job that cannot start gives its
+	// quota back. Admission does not wait for the pods of earlier
+	// workloads to be ready.
 	WaitForPodsReady WaitForPodsReady `json:"waitForPodsReady,omitempty"`
 
 	// FairSharing evens out what the queues of a cohort borrow, by the
@@ -251,11 +253,15 @@ type PodIntegrationOptions struct {
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
-// WaitForPodsReady makes admission sequential in pod readiness: a workload
-// is admitted only once the pods of those admitted before are ready, so
-// that two large jobs do not each hold half of the nodes they need.
+// WaitForPodsReady puts a time limit on an admitted workload's pods: a
+// workload whose pods are not all ready Timeout after its admission is
+// evicted (reason PodsReadyTimeout) and queued again after the backoff of
+// RequeuingStrategy. This frees the quota and the nodes held by a job that
+// cannot start, for example one whose pods cannot all be scheduled. It
+// does not make admission wait for the pods of the workloads admitted
+// before: workloads are admitted while others' pods are starting.
 type WaitForPodsReady struct {
-	// Enable turns the behaviour on. Default false.
+	// Enable turns the timeout on. Default false.
 	Enable bool `json:"enable,omitempty"`
 
 	// Timeout is how long an admitted workload may wait for its pods to be
