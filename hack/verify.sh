@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 make --no-print-directory generate manifests apiref
+# The chart's static templates are generated from config/default.
+hack/toolchain.sh kube
+go run ./hack/chart
 go mod tidy
 for mod in hack/tools/*/ cmd/berth-scheduler/; do
 	[[ -f $mod/go.mod ]] && (cd "$mod" && go mod tidy)
