@@ -4,13 +4,19 @@ import (
 	"archive/tar"
 	"errors"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	gcrname "github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // testSpec is an image of two platforms whose binaries are files written
@@ -162,4 +168,40 @@ func imageFiles(t *testing.T, img v1.Image) map[string]entry {
 		rc.Close()
 	}
 	return files
+}
+
+// TestPushImages pushes the layouts to a registry (go-containerregistry's
+// own, served over HTTP on loopback) and reads the indexes back by tag:
+// the digests the manifests pin are what the registry holds.
+func TestPushImages(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	o := options{version: "v1.2.3", registry: host + "/berth", out: t.TempDir()}
+	want := map[string]v1.Hash{}
+	for _, name := range images {
+		spec := testSpec(t, t.TempDir(), time.Now())
+		spec.name = name
+		d, err := writeImage(spec, filepath.Join(o.out, "images", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[name] = d
+	}
+	if err := pushImages(o); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range images {
+		ref, err := gcrname.NewTag(o.registry+"/"+name+":v1.2.3", gcrname.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := remote.Index(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := idx.Digest(); got != want[name] {
+			t.Errorf("%s: the registry holds %s, the layout %s", name, got, want[name])
+		}
+	}
 }
