@@ -24,7 +24,7 @@ func TestTheSiteBuilds(t *testing.T) {
 	if err := s.write(repoRoot, out); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"index", "getting-started", "concepts", "running-jobs", "admission", "observing", "kubectl-berth", "scheduler", "operations", "performance"}
+	want := []string{"index", "getting-started", "concepts", "running-jobs", "admission", "observing", "kubectl-berth", "scheduler", "install", "operations", "security", "troubleshooting", "performance", "reference-api", "reference-config"}
 	var got []string
 	for _, p := range s.Pages {
 		got = append(got, p.Slug)
