@@ -27,6 +27,8 @@ health:
   healthProbeBindAddress: 127.0.0.1:%d
 metrics:
   bindAddress: 127.0.0.1:%d
+  # Plain HTTP on loopback: the harness scrapes it without a token.
+  secureServing: false
 pprofBindAddress: 127.0.0.1:%d
 webhook:
   host: 127.0.0.1
