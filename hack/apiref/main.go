@@ -59,13 +59,15 @@ type fieldDoc struct {
 	markers   []string
 }
 
-func render(dir, title, intro string, weight int) (string, error) {
+// parseFiles parses the folder's Go files in name order, generated ones
+// left out.
+func parseFiles(dir string) ([]*ast.File, error) {
 	fset := token.NewFileSet()
 	// The folder's files in name order, generated ones left out; apis/
 	// has no build tags, so no file is for another platform.
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var files []*ast.File
 	for _, path := range paths {
@@ -75,10 +77,16 @@ func render(dir, title, intro string, weight int) (string, error) {
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		files = append(files, f)
 	}
+	return files, nil
+}
+
+// collectTypes lists the exported types of files, the kinds first, with
+// their fields and, for string types, their constants.
+func collectTypes(files []*ast.File) ([]*typeDoc, map[string]*typeDoc) {
 	typesByName := map[string]*typeDoc{}
 	var order []*typeDoc
 	for _, f := range files {
@@ -132,6 +140,15 @@ func render(dir, title, intro string, weight int) (string, error) {
 		return 0
 	})
 
+	return order, typesByName
+}
+
+func render(dir, title, intro string, weight int) (string, error) {
+	files, err := parseFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	order, typesByName := collectTypes(files)
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntitle: %s\nweight: %d\n---\n\n", title, weight)
 	fmt.Fprintf(&b, "This page is generated from the doc comments of `%s` (hack/apiref).\n\n", filepath.ToSlash(dir))
