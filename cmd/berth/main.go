@@ -177,6 +177,8 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllerm
 		Integrations: cfg.Integrations.Frameworks,
 		Deviations:   deviations,
 		FairSharing:  cfg.FairSharing != nil && cfg.FairSharing.Enable,
+		// Defaulted before: the delay is set.
+		PreemptionDelay: cfg.Preemption.Delay.Duration,
 	}
 	if opts.FairSharing {
 		opts.FairStrategies = cfg.FairSharing.PreemptionStrategies

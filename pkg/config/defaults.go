@@ -66,6 +66,7 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 		setDuration(&afs.UsageHalfLifeTime, configv1alpha1.DefaultUsageHalfLifeTime)
 		setDuration(&afs.UsageSamplingInterval, configv1alpha1.DefaultUsageSamplingInterval)
 	}
+	setDuration(&cfg.Preemption.Delay, configv1alpha1.DefaultPreemptionDelay)
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
 	rs := &cfg.WaitForPodsReady.RequeuingStrategy
 	if rs.BackoffBaseSeconds == nil {

@@ -45,6 +45,7 @@ func defaulted() *configv1alpha1.Configuration {
 			Timeout:           &metav1.Duration{Duration: 5 * time.Minute},
 			RequeuingStrategy: configv1alpha1.RequeuingStrategy{BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600)},
 		},
+		Preemption: configv1alpha1.Preemption{Delay: &metav1.Duration{Duration: 5 * time.Second}},
 	}
 }
 

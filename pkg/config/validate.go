@@ -44,6 +44,9 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 		errs = append(errs, validatePodNamespaceSelector(po.NamespaceSelector, field.NewPath("integrations", "podOptions", "namespaceSelector"))...)
 	}
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
+	if d := cfg.Preemption.Delay; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("preemption", "delay"), d.Duration.String(), "must not be negative"))
+	}
 	if fs := cfg.FairSharing; fs != nil {
 		errs = append(errs, validatePreemptionStrategies(fs.PreemptionStrategies, field.NewPath("fairSharing", "preemptionStrategies"))...)
 	}

@@ -220,6 +220,16 @@ func TestValidate(t *testing.T) {
 			},
 			wantFields: []string{"FieldValueInvalid waitForPodsReady.timeout"},
 		},
+		"negative preemption delay": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Preemption.Delay = &metav1.Duration{Duration: -time.Second}
+			},
+			wantFields: []string{"FieldValueInvalid preemption.delay"},
+		},
+		"preemption at once": {
+			change:     func(cfg *configv1alpha1.Configuration) { cfg.Preemption.Delay = &metav1.Duration{} },
+			wantFields: nil,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

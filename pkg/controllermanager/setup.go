@@ -43,6 +43,9 @@ type Options struct {
 	// and the shares in the queues' status.
 	FairSharing    bool
 	FairStrategies []configv1alpha1.PreemptionStrategy
+	// PreemptionDelay is how long a preemptor holds the quota freed for
+	// it before it evicts.
+	PreemptionDelay time.Duration
 	// AdmissionFairSharing, when set, orders the workloads of the
 	// ClusterQueues that ask for it by their LocalQueue's recent usage.
 	AdmissionFairSharing *queue.AdmissionFairSharing
@@ -134,6 +137,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		scheduler.WithCycleObserver(func(_ scheduler.Stats, took time.Duration) {
 			metrics.AdmissionCycleDuration.Observe(took.Seconds())
 		})}
+	if opts.PreemptionDelay > 0 {
+		schedOpts = append(schedOpts, scheduler.WithPreemptionDelay(opts.PreemptionDelay))
+	}
 	if opts.FairSharing {
 		schedOpts = append(schedOpts, scheduler.WithFairSharing(opts.FairStrategies...))
 	}

@@ -55,6 +55,9 @@ type Configuration struct {
 	// workloads to be ready.
 	WaitForPodsReady WaitForPodsReady `json:"waitForPodsReady,omitempty"`
 
+	// Preemption tunes how admission makes room by evicting.
+	Preemption Preemption `json:"preemption,omitempty"`
+
 	// FairSharing evens out what the queues of a cohort borrow, by the
 	// weights of ClusterQueues and Cohorts.
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
@@ -81,6 +84,21 @@ type AdmissionFairSharing struct {
 	// resource, so resources of different units compare; a resource of
 	// weight 0 does not count. Default 1 for every resource.
 	ResourceWeights map[corev1.ResourceName]float64 `json:"resourceWeights,omitempty"`
+}
+
+// Preemption tunes how admission makes room by evicting.
+type Preemption struct {
+	// Delay is how long a workload that fits only by preempting waits
+	// before it evicts anything. Meanwhile the quota that running
+	// workloads free as they finish is kept for it (no lower priority
+	// takes it, no other queue borrows it); if enough is freed, it is
+	// admitted and nothing is evicted, otherwise it evicts what is still
+	// missing when the delay is over. Its waiting message gives that time.
+	// Every eviction throws away the victim's work since its last
+	// checkpoint; the delay costs the preemptor at most its length, which
+	// is short beside the victims' own termination grace period. 0 evicts
+	// at once, as Kueue does. Default 5s.
+	Delay *metav1.Duration `json:"delay,omitempty"`
 }
 
 // FairSharing turns fair sharing on.

@@ -38,6 +38,7 @@ const (
 	DefaultValidatingWebhookConfigurationName = "berth-validating-webhook-configuration"
 	DefaultMutatingWebhookConfigurationName   = "berth-mutating-webhook-configuration"
 	DefaultWaitForPodsReadyTimeout            = 5 * time.Minute
+	DefaultPreemptionDelay                    = 5 * time.Second
 	DefaultBackoffBaseSeconds                 = 60
 	DefaultBackoffMaxSeconds                  = 3600
 	DefaultUsageHalfLifeTime                  = 168 * time.Hour

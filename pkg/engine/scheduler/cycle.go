@@ -85,6 +85,7 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 		c.slots = make(chan struct{}, s.parallelism)
 	}
 	c.applyNominations()
+	c.forgetWaits()
 	for {
 		if c.strictWriting {
 			c.settleAdmissions(ctx)
@@ -269,6 +270,7 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 	info.ClusterQueue = e.head.ClusterQueue
 	info.Usage = e.assignment.Usage
 	info.ReservedAt = c.now()
+	delete(c.waiting, info.Key)
 	if err := c.cache.AssumeWorkload(&info); err != nil {
 		c.queues.Done(e.head)
 		return

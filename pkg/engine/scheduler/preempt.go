@@ -52,6 +52,14 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		return
 	}
 	c.preemptor[e.head.ClusterQueue] = info.Key
+	if hold, msg := c.holdInstead(e, targets); hold {
+		c.reserve(e, nil)
+		if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+			c.blocked[e.head.ClusterQueue] = true
+		}
+		c.setPending(ctx, e.head, berthv1alpha1.ReasonPending, msg, queue.RequeueWaiting)
+		return
+	}
 	errs := c.writePreemptions(ctx, e, targets)
 	evicting, failed, victims := c.settlePreemptions(ctx, info, targets, errs)
 	var msg string

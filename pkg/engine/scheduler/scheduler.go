@@ -28,6 +28,10 @@ type Scheduler struct {
 	// by fairStrategies.
 	fairSharing    bool
 	fairStrategies []configv1alpha1.PreemptionStrategy
+	// preemptionDelay is how long a preemptor holds freed quota before it
+	// evicts; waiting are the heads doing so, by key (see roomWait).
+	preemptionDelay time.Duration
+	waiting         map[string]roomWait
 }
 
 // Option configures a Scheduler.
@@ -64,7 +68,7 @@ func WithFairSharing(strategies ...configv1alpha1.PreemptionStrategy) Option {
 
 // New returns a Scheduler.
 func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler {
-	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now, parallelism: 1, nominated: map[string]*nomination{}}
+	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now, parallelism: 1, nominated: map[string]*nomination{}, waiting: map[string]roomWait{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -82,6 +86,10 @@ func (s *Scheduler) Start(ctx context.Context) {
 	log := logr.FromContextOrDiscard(ctx)
 	retryAll := time.NewTicker(retryAllEvery)
 	defer retryAll.Stop()
+	// held fires when a preemption delay ends, so that the head holding
+	// quota is tried again whether or not anything else happens.
+	held := time.NewTimer(time.Hour)
+	held.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,6 +97,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 		case <-retryAll.C:
 			s.queues.QueueAllInadmissible()
 			continue
+		case <-held.C:
 		case <-s.queues.Wakeup():
 		}
 		start := time.Now()
@@ -97,6 +106,9 @@ func (s *Scheduler) Start(ctx context.Context) {
 		log.V(2).Info("Scheduling cycle", "admitted", stats.Admitted, "preempted", stats.Preempted, "pending", stats.Pending, "duration", took)
 		if s.observe != nil {
 			s.observe(stats, took)
+		}
+		if next := s.NextDeadline(); !next.IsZero() {
+			held.Reset(max(time.Until(next), 0) + time.Millisecond)
 		}
 	}
 }

@@ -115,6 +115,11 @@ func newSim(seed int64, parallelism int, shares bool) *sim {
 		final, initial := configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare
 		WithFairSharing([][]configv1alpha1.PreemptionStrategy{{final, initial}, {final}, {initial}}[s.fair.Intn(3)]...)(s.sched)
 	}
+	// So does the preemption delay: a third of the scenarios hold freed
+	// quota for a step and a half before evicting.
+	if rand.New(rand.NewSource(seed^0xde1a)).Intn(3) == 0 {
+		WithPreemptionDelay(90 * time.Second)(s.sched)
+	}
 	s.randomTopology()
 	return s
 }
