@@ -51,7 +51,12 @@ type churnSim struct {
 	// largeWait sums the large workloads' waits for their first admission.
 	largeWait time.Duration
 	larges    int
-	why       map[string]int
+	// cycles counts the cycles run; lastRetryAll and nextHeld are Start's
+	// timers.
+	cycles       int
+	lastRetryAll time.Duration
+	nextHeld     time.Time
+	why          map[string]int
 }
 
 type churnWorkload struct {
@@ -182,8 +187,14 @@ func (s *churnSim) run(tick time.Duration) (time.Duration, error) {
 		for s.events.Len() > 0 && s.events[0].at <= s.now && s.err == nil {
 			heap.Pop(&s.events).(*simEvent).do()
 		}
+		if !s.due() {
+			s.advance(s.now + tick)
+			continue
+		}
 		s.admitted, s.preempted = s.admitted[:0], s.preempted[:0]
 		s.sched.Schedule(ctx)
+		s.cycles++
+		s.nextHeld = s.sched.NextDeadline()
 		for _, key := range s.admitted {
 			s.onAdmitted(s.objs[key])
 		}
@@ -199,6 +210,27 @@ func (s *churnSim) run(tick time.Duration) (time.Duration, error) {
 		}
 	}
 	return s.now, s.err
+}
+
+// due reports whether Start would run a cycle now: the queues asked for
+// one, after the timers of Start re-activated what they would: the
+// preemption delays that ended and the backstop that retries every
+// set-aside workload.
+func (s *churnSim) due() bool {
+	if s.now-s.lastRetryAll >= retryAllEvery {
+		s.lastRetryAll = s.now
+		s.queues.QueueAllInadmissible()
+	}
+	if !s.nextHeld.IsZero() && !utiltesting.BaseTime.Add(s.now).Before(s.nextHeld) {
+		s.nextHeld = time.Time{}
+		s.sched.WakeHeld()
+	}
+	select {
+	case <-s.queues.Wakeup():
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *churnSim) advance(to time.Duration) {

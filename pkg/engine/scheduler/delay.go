@@ -22,6 +22,8 @@ import (
 type roomWait struct {
 	since        time.Time
 	clusterQueue berthv1alpha1.ClusterQueueReference
+	// woken is set once WakeHeld has re-activated its queue.
+	woken bool
 }
 
 // WithPreemptionDelay makes a preemptor hold the quota freed for it for up
@@ -82,4 +84,18 @@ func (s *Scheduler) NextDeadline() time.Time {
 		}
 	}
 	return next
+}
+
+// WakeHeld re-activates the queues of the heads whose preemption delay has
+// ended, so that they are tried again, now to evict. Start calls it at
+// NextDeadline.
+func (s *Scheduler) WakeHeld() {
+	now := s.now()
+	for key, w := range s.waiting {
+		if !w.woken && !w.since.Add(s.preemptionDelay).After(now) {
+			s.queues.QueueInadmissible(w.clusterQueue)
+			w.woken = true
+			s.waiting[key] = w
+		}
+	}
 }

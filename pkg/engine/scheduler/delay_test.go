@@ -67,7 +67,7 @@ func TestPreemptorEvictsTheShortfallAfterTheDelay(t *testing.T) {
 	e.release("ns/b0")
 	e.sched.Schedule(ctx)
 	*now = 5 * time.Second
-	e.queues.Wake()
+	e.sched.WakeHeld()
 	e.sched.Schedule(ctx)
 	if victims := e.victims(); len(victims) != 1 {
 		t.Fatalf("preempted %v after the delay, want one: the other GPU is free already", victims)

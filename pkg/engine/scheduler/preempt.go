@@ -53,11 +53,11 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	}
 	c.preemptor[e.head.ClusterQueue] = info.Key
 	if hold, msg := c.holdInstead(e, targets); hold {
+		// It is set aside until quota is freed in its cohort tree or the
+		// delay ends (Start wakes it then): tried again at every cycle, it
+		// would search for victims at every workload created.
 		c.reserve(e, nil)
-		if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
-			c.blocked[e.head.ClusterQueue] = true
-		}
-		c.setPending(ctx, e.head, berthv1alpha1.ReasonPending, msg, queue.RequeueWaiting)
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueInadmissible)
 		return
 	}
 	errs := c.writePreemptions(ctx, e, targets)

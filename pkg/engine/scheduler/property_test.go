@@ -98,6 +98,8 @@ func runScenarioOf(s *sim, steps int) (int, error) {
 		s.admitted, s.preempted = map[string]*berthv1alpha1.Admission{}, nil
 		clear(s.failed)
 		reserved := s.reservations(nil)
+		// As Start does when a preemption delay ends.
+		s.sched.WakeHeld()
 		s.sched.Schedule(ctx)
 		if err := s.checkCycle(strict); err != nil {
 			return checked, fmt.Errorf("step %d: %w", step, err)
@@ -130,6 +132,7 @@ func (s *sim) checkLiveness(ctx context.Context) error {
 		}
 		s.now = s.now.Add(time.Minute)
 		s.admitted, s.preempted = map[string]*berthv1alpha1.Admission{}, nil
+		s.sched.WakeHeld()
 		s.sched.Schedule(ctx)
 		if len(s.admitted)+len(s.preempted) == 0 {
 			quiet++

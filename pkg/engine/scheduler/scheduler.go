@@ -98,6 +98,8 @@ func (s *Scheduler) Start(ctx context.Context) {
 			s.queues.QueueAllInadmissible()
 			continue
 		case <-held.C:
+			s.WakeHeld()
+			continue
 		case <-s.queues.Wakeup():
 		}
 		start := time.Now()

@@ -55,13 +55,16 @@ type controllerProcess struct {
 
 // startController starts binary against kubeconfig, with its files in dir,
 // and waits until it is ready.
-func startController(ctx context.Context, binary, kubeconfig, dir string) (*controllerProcess, error) {
+func startController(ctx context.Context, binary, kubeconfig, dir string, preemptionDelay *time.Duration) (*controllerProcess, error) {
 	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "controller_config.yaml")
 	cfg := fmt.Sprintf(controllerConfig, ports[0], ports[1], ports[3], ports[2], filepath.Join(dir, "certs"))
+	if preemptionDelay != nil {
+		cfg += fmt.Sprintf("preemption:\n  delay: %s\n", *preemptionDelay)
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}

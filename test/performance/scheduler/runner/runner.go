@@ -54,6 +54,9 @@ type Options struct {
 	// admit beyond quota (the summary's quota audit). Its wall time
 	// includes each new process's wait for the killed one's lease.
 	RestartEvery time.Duration
+	// PreemptionDelay, when set, is the controller's preemption.delay
+	// instead of its default, e.g. 0s to evict at once as Kueue does.
+	PreemptionDelay *time.Duration
 }
 
 // Run runs the scenario end to end and returns its summary: it starts an
@@ -145,7 +148,7 @@ func setUp(ctx context.Context, c client.Client, s *scenario.Scenario, opts Opti
 	if err := createQueues(ctx, c, s, opts.Creators); err != nil {
 		return nil, err
 	}
-	berth, err := startController(ctx, opts.Berth, kubeconfig, opts.OutDir)
+	berth, err := startController(ctx, opts.Berth, kubeconfig, opts.OutDir, opts.PreemptionDelay)
 	if err != nil {
 		return nil, err
 	}

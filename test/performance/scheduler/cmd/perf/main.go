@@ -59,6 +59,12 @@ func run(args []string) error {
 	timeout := fs.Duration("timeout", 15*time.Minute, "Longest the scenario may take.")
 	profile := fs.Bool("profile", false, "Write the CPU profiles of the controller and the API server over the scenario, and their heap profiles at its end, to the output directory (controller.cpu.pprof, kube-apiserver.heap.pprof, ...).")
 	restartEvery := fs.Duration("restart-every", 0, "Kill the controller with SIGKILL at this interval during the scenario and start it again, to show that restarts lose nothing and never admit beyond quota; 0 never does.")
+	var preemptionDelay *time.Duration
+	fs.Func("preemption-delay", "The controller's preemption.delay instead of its default (5s); 0s evicts at once, as Kueue does.", func(v string) error {
+		d, err := time.ParseDuration(v)
+		preemptionDelay = &d
+		return err
+	})
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -75,7 +81,7 @@ func run(args []string) error {
 	sum, runErr := runner.Run(ctx, runner.Options{
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
 		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Finishers: *finishers, Timeout: *timeout,
-		Profile: *profile, RestartEvery: *restartEvery,
+		Profile: *profile, RestartEvery: *restartEvery, PreemptionDelay: preemptionDelay,
 	})
 	if sum == nil {
 		return runErr
