@@ -56,7 +56,9 @@ type churnSim struct {
 	cycles       int
 	lastRetryAll time.Duration
 	nextHeld     time.Time
-	why          map[string]int
+	// evictedBy counts preemptions by victim class, preemptor class and
+	// reason.
+	evictedBy map[string]int
 }
 
 type churnWorkload struct {
@@ -104,12 +106,18 @@ func (s *churnSim) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *ber
 
 func (s *churnSim) Preempt(_ context.Context, wl *berthv1alpha1.Workload, reason, msg string) error {
 	s.preempted = append(s.preempted, workload.Key(wl))
-	if s.why == nil {
-		s.why = map[string]int{}
-	}
-	pre := strings.Fields(msg)[4]
-	s.why[fmt.Sprintf("%s <- %s %s", strings.SplitN(strings.SplitN(workload.Key(wl), "/", 2)[1], "-", 2)[0], strings.SplitN(strings.SplitN(pre, "/", 2)[1], "-", 2)[0], reason)]++
+	// The message names the preemptor: "Preempted to accommodate workload
+	// cq-N/CLASS-I ...".
+	preemptor := strings.Fields(msg)[4]
+	s.evictedBy[fmt.Sprintf("%s by %s (%s)", classOf(workload.Key(wl)), classOf(preemptor), reason)]++
 	return nil
+}
+
+// classOf is the class of the workload keyed "cq-N/CLASS-I".
+func classOf(key string) string {
+	_, name, _ := strings.Cut(key, "/")
+	class, _, _ := strings.Cut(name, "-")
+	return class
 }
 
 func (s *churnSim) SetPending(*berthv1alpha1.Workload, string, string) {}
@@ -143,7 +151,7 @@ var baselineClasses = []churnClass{
 }
 
 func newChurnSim(latency time.Duration, opts ...Option) *churnSim {
-	s := &churnSim{cache: cache.New(), queues: queue.NewManager(), latency: latency, rng: rand.New(rand.NewSource(1)), objs: map[string]*churnWorkload{}}
+	s := &churnSim{cache: cache.New(), queues: queue.NewManager(), latency: latency, rng: rand.New(rand.NewSource(1)), objs: map[string]*churnWorkload{}, evictedBy: map[string]int{}}
 	s.sched = New(s.cache, s.queues, s, append(opts, WithClock(func() time.Time { return utiltesting.BaseTime.Add(s.now) }))...)
 	s.cache.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor("default"))
 	for q := range 6 {
@@ -352,8 +360,8 @@ func TestBaselineChurn(t *testing.T) {
 			perWorkload := float64(s.admissions) / float64(len(s.objs))
 			ratio := end.Seconds() / 66
 			if s.evictions > b.Evictions || perWorkload > b.AdmissionsPerWorkload || ratio > b.Ratio {
-				t.Errorf("%d evictions, %.3f admissions per workload, makespan %.3f of the bound; the budget is %d, %.3f, %.3f",
-					s.evictions, perWorkload, ratio, b.Evictions, b.AdmissionsPerWorkload, b.Ratio)
+				t.Errorf("%d evictions, %.3f admissions per workload, makespan %.3f of the bound; the budget is %d, %.3f, %.3f; preemptions: %v",
+					s.evictions, perWorkload, ratio, b.Evictions, b.AdmissionsPerWorkload, b.Ratio, s.evictedBy)
 			}
 			t.Logf("%d evictions, %.3f admissions per workload, makespan %.3f of the bound", s.evictions, perWorkload, ratio)
 		})

@@ -92,6 +92,10 @@ func (c *cycle) applyNominations() {
 		cq := c.snap.ClusterQueues[n.clusterQueue]
 		if cq == nil || !c.queues.Queued(key, n.clusterQueue) || c.queues.Overtaken(key, n.clusterQueue) {
 			delete(c.nominated, key)
+			// Its preemption delay starts again when it is the one that
+			// needs room again: the time it waited behind a higher
+			// priority was not spent waiting for room.
+			delete(c.waiting, key)
 			c.freed(n)
 			continue
 		}

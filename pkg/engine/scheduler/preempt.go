@@ -53,11 +53,22 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	}
 	c.preemptor[e.head.ClusterQueue] = info.Key
 	if hold, msg := c.holdInstead(e, targets); hold {
-		// It is set aside until quota is freed in its cohort tree or the
-		// delay ends (Start wakes it then): tried again at every cycle, it
-		// would search for victims at every workload created.
+		if a := flavorassigner.AssignWithoutPreemption(c.snap, e.cq, info); a.Mode >= flavorassigner.Borrow {
+			// A later flavor has room: whenCanPreempt: MayStopSearch
+			// prefers evicting in an earlier one, but the delay is there
+			// to evict nobody.
+			e.assignment = a
+			c.admit(ctx, e)
+			return
+		}
+		// It stays at the head of its queue, tried again at every cycle
+		// (Start also wakes its queue when the delay ends), so that it
+		// takes freed quota as soon as it is enough.
 		c.reserve(e, nil)
-		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueInadmissible)
+		if e.cq.QueueingStrategy == berthv1alpha1.StrictFIFO {
+			c.blocked[e.head.ClusterQueue] = true
+		}
+		c.setPending(ctx, e.head, berthv1alpha1.ReasonPending, msg, queue.RequeueWaiting)
 		return
 	}
 	errs := c.writePreemptions(ctx, e, targets)
