@@ -34,3 +34,23 @@ func TestManagerOptionsCarryTheLeaseTiming(t *testing.T) {
 		t.Errorf("lease duration, renew deadline and retry period %v, want %v", got, want)
 	}
 }
+
+// TestControllerOptionsCarryThePreemptionDelay: the default delay, and 0s
+// written out, reach the scheduler's options.
+func TestControllerOptionsCarryThePreemptionDelay(t *testing.T) {
+	for _, tc := range []struct {
+		set  *metav1.Duration
+		want time.Duration
+	}{
+		{nil, configv1alpha1.DefaultPreemptionDelay},
+		{&metav1.Duration{}, 0},
+		{&metav1.Duration{Duration: time.Minute}, time.Minute},
+	} {
+		cfg := &configv1alpha1.Configuration{}
+		cfg.Preemption.Delay = tc.set
+		config.SetDefaults(cfg)
+		if got := controllerOptions(cfg, controllermanager.Deviations{}).PreemptionDelay; got != tc.want {
+			t.Errorf("preemption.delay %v: the scheduler gets %s, want %s", tc.set, got, tc.want)
+		}
+	}
+}

@@ -45,6 +45,9 @@ func TestPriorityPreemption(t *testing.T) {
 	e.job("training", "main", low, 2, 4, "")
 	e.waitCondition("training", "Admitted", "True", "")
 	e.job("urgent", "main", high, 2, 4, "")
+	// The shipped preemption.delay (5s): it first holds what completions
+	// free, and says when it will evict.
+	e.waitPending("urgent", "keeps the quota that running workloads free")
 	e.waitCondition("training", "Preempted", "True", "InClusterQueue")
 	e.waitCondition("urgent", "Admitted", "True", "")
 	e.waitPending("training", "needs 8 nvidia.com/gpu")
