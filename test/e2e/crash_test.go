@@ -147,7 +147,9 @@ func TestCrashMatrix(t *testing.T) {
 			prefix := strings.ReplaceAll(kind, " ", "-")
 			var jobs []jobSpec
 			for i := range 3 {
-				jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-low-%d", prefix, i), queue: "main", priorityClass: low, completions: 1, parallelism: 1, gpus: 4, runFor: "5s"})
+				// The low ones run longer than the preemption delay (5s):
+				// the high ones hold, then preempt them.
+				jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-low-%d", prefix, i), queue: "main", priorityClass: low, completions: 1, parallelism: 1, gpus: 4, runFor: "15s"})
 			}
 			for i := range 2 {
 				jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-high-%d", prefix, i), queue: "main", priorityClass: high, completions: 1, parallelism: 1, gpus: 4, runFor: "3s"})
