@@ -152,7 +152,11 @@ func TestCrashMatrix(t *testing.T) {
 				jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-low-%d", prefix, i), queue: "main", priorityClass: low, completions: 1, parallelism: 1, gpus: 4, runFor: "15s"})
 			}
 			for i := range 2 {
-				jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-high-%d", prefix, i), queue: "main", priorityClass: high, completions: 1, parallelism: 1, gpus: 4, runFor: "3s"})
+				// Each needs the whole quota: the first evicts both running
+				// low ones at once when its delay is over (two of 4 GPUs
+				// each would not: the second takes what the first frees
+				// when it ends, and evicts nobody).
+				jobs = append(jobs, jobSpec{name: fmt.Sprintf("%s-high-%d", prefix, i), queue: "main", priorityClass: high, completions: 2, parallelism: 2, gpus: 4, runFor: "3s"})
 			}
 			restarted := make(chan error, 1)
 			go func() {
