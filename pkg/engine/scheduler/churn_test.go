@@ -51,9 +51,7 @@ type churnSim struct {
 	// largeWait sums the large workloads' waits for their first admission.
 	largeWait time.Duration
 	larges    int
-	// cycles counts the cycles run; lastRetryAll and nextHeld are Start's
-	// timers.
-	cycles       int
+	// lastRetryAll and nextHeld are Start's timers.
 	lastRetryAll time.Duration
 	nextHeld     time.Time
 	// evictedBy counts preemptions by victim class, preemptor class and
@@ -201,7 +199,6 @@ func (s *churnSim) run(tick time.Duration) (time.Duration, error) {
 		}
 		s.admitted, s.preempted = s.admitted[:0], s.preempted[:0]
 		s.sched.Schedule(ctx)
-		s.cycles++
 		s.nextHeld = s.sched.NextDeadline()
 		for _, key := range s.admitted {
 			s.onAdmitted(s.objs[key])

@@ -33,9 +33,10 @@ func WithPreemptionDelay(d time.Duration) Option {
 }
 
 // holdInstead reports whether e's head, which fits only by evicting some of
-// targets, holds the free quota and waits instead, and if so sends it back
-// to its queue saying so. Targets already being evicted cost nothing new:
-// a head that needs only those waits for them without a delay.
+// targets, is still within its delay, and if so the message it waits with;
+// its first call for a head starts the delay. Targets already being
+// evicted cost nothing new: a head that needs only those waits for them
+// without a delay.
 func (c *cycle) holdInstead(e *entry, targets []preemption.Target) (bool, string) {
 	if c.preemptionDelay <= 0 {
 		return false, ""
