@@ -193,10 +193,15 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllerm
 		// Validated before: it parses.
 		opts.Jobs.PodNamespaces, _ = metav1.LabelSelectorAsSelector(po.NamespaceSelector)
 	}
-	if cfg.WaitForPodsReady.Enable && cfg.WaitForPodsReady.Timeout != nil {
-		opts.Controllers.PodsReadyTimeout = cfg.WaitForPodsReady.Timeout.Duration
-	}
 	rs := cfg.WaitForPodsReady.RequeuingStrategy
+	if w := cfg.WaitForPodsReady; w.Enable && w.Timeout != nil {
+		opts.Controllers.PodsReadyTimeout = w.Timeout.Duration
+		if w.RecoveryTimeout != nil {
+			opts.Controllers.RecoveryTimeout = w.RecoveryTimeout.Duration
+		}
+		opts.BlockAdmission = ptr.Deref(w.BlockAdmission, false)
+		opts.Ordering.PodsReadyByCreation = ptr.Deref(rs.Timestamp, configv1alpha1.EvictionTimestamp) == configv1alpha1.CreationTimestamp
+	}
 	backoff := workload.Backoff{
 		Base:  time.Duration(ptr.Deref(rs.BackoffBaseSeconds, 0)) * time.Second,
 		Max:   time.Duration(ptr.Deref(rs.BackoffMaxSeconds, 0)) * time.Second,

@@ -54,3 +54,21 @@ func TestControllerOptionsCarryThePreemptionDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestControllerOptionsCarryWaitForPodsReady(t *testing.T) {
+	cfg := &configv1alpha1.Configuration{WaitForPodsReady: configv1alpha1.WaitForPodsReady{
+		Enable: true, BlockAdmission: ptr.To(true), RecoveryTimeout: &metav1.Duration{Duration: time.Minute},
+		RequeuingStrategy: configv1alpha1.RequeuingStrategy{Timestamp: ptr.To(configv1alpha1.CreationTimestamp)},
+	}}
+	config.SetDefaults(cfg)
+	opts := controllerOptions(cfg, controllermanager.Deviations{})
+	if !opts.BlockAdmission || opts.Controllers.RecoveryTimeout != time.Minute || !opts.Ordering.PodsReadyByCreation ||
+		opts.Controllers.PodsReadyTimeout != configv1alpha1.DefaultWaitForPodsReadyTimeout {
+		t.Errorf("the controllers get blockAdmission %t, recoveryTimeout %s, by creation %t, timeout %s; want true, 1m, true, the default",
+			opts.BlockAdmission, opts.Controllers.RecoveryTimeout, opts.Ordering.PodsReadyByCreation, opts.Controllers.PodsReadyTimeout)
+	}
+	cfg.WaitForPodsReady.Enable = false
+	if opts := controllerOptions(cfg, controllermanager.Deviations{}); opts.BlockAdmission || opts.Controllers.RecoveryTimeout != 0 || opts.Controllers.PodsReadyTimeout != 0 {
+		t.Errorf("with waitForPodsReady off the controllers still get %+v", opts.Controllers)
+	}
+}

@@ -68,7 +68,13 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	}
 	setDuration(&cfg.Preemption.Delay, configv1alpha1.DefaultPreemptionDelay)
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
+	if cfg.WaitForPodsReady.BlockAdmission == nil {
+		cfg.WaitForPodsReady.BlockAdmission = ptr.To(false)
+	}
 	rs := &cfg.WaitForPodsReady.RequeuingStrategy
+	if rs.Timestamp == nil {
+		rs.Timestamp = ptr.To(configv1alpha1.EvictionTimestamp)
+	}
 	if rs.BackoffBaseSeconds == nil {
 		rs.BackoffBaseSeconds = ptr.To[int32](configv1alpha1.DefaultBackoffBaseSeconds)
 	}

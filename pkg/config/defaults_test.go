@@ -42,8 +42,12 @@ func defaulted() *configv1alpha1.Configuration {
 			}},
 		},
 		WaitForPodsReady: configv1alpha1.WaitForPodsReady{
-			Timeout:           &metav1.Duration{Duration: 5 * time.Minute},
-			RequeuingStrategy: configv1alpha1.RequeuingStrategy{BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600)},
+			Timeout:        &metav1.Duration{Duration: 5 * time.Minute},
+			BlockAdmission: ptr.To(false),
+			RequeuingStrategy: configv1alpha1.RequeuingStrategy{
+				Timestamp:          ptr.To(configv1alpha1.EvictionTimestamp),
+				BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600),
+			},
 		},
 		Preemption: configv1alpha1.Preemption{Delay: &metav1.Duration{Duration: 5 * time.Second}},
 	}

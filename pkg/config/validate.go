@@ -246,7 +246,19 @@ func validateWaitForPodsReady(w *configv1alpha1.WaitForPodsReady, path *field.Pa
 	if w.Timeout == nil || w.Timeout.Duration <= 0 {
 		errs = append(errs, field.Invalid(path.Child("timeout"), w.Timeout, "must be greater than 0"))
 	}
+	if w.RecoveryTimeout != nil && w.RecoveryTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("recoveryTimeout"), w.RecoveryTimeout, "must be greater than 0, or unset for no limit"))
+	}
+	if w.RecoveryTimeout != nil && !w.Enable {
+		errs = append(errs, field.Invalid(path.Child("recoveryTimeout"), w.RecoveryTimeout, "has no effect unless waitForPodsReady.enable is true"))
+	}
+	if ptr.Deref(w.BlockAdmission, false) && !w.Enable {
+		errs = append(errs, field.Invalid(path.Child("blockAdmission"), true, "has no effect unless waitForPodsReady.enable is true"))
+	}
 	rs, rsPath := &w.RequeuingStrategy, path.Child("requeuingStrategy")
+	if ts := rs.Timestamp; ts != nil && *ts != configv1alpha1.EvictionTimestamp && *ts != configv1alpha1.CreationTimestamp {
+		errs = append(errs, field.NotSupported(rsPath.Child("timestamp"), *ts, []configv1alpha1.RequeuingTimestamp{configv1alpha1.EvictionTimestamp, configv1alpha1.CreationTimestamp}))
+	}
 	base, maxWait := ptr.Deref(rs.BackoffBaseSeconds, 0), ptr.Deref(rs.BackoffMaxSeconds, 0)
 	if base < 0 {
 		errs = append(errs, field.Invalid(rsPath.Child("backoffBaseSeconds"), base, "must not be negative"))

@@ -210,6 +210,26 @@ func TestValidate(t *testing.T) {
 				"FieldValueInvalid waitForPodsReady.requeuingStrategy.backoffLimitCount",
 			},
 		},
+		"recovery and blocking without the timeout on, an unknown timestamp": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.WaitForPodsReady.BlockAdmission = ptr.To(true)
+				cfg.WaitForPodsReady.RecoveryTimeout = &metav1.Duration{Duration: time.Minute}
+				cfg.WaitForPodsReady.RequeuingStrategy.Timestamp = ptr.To[configv1alpha1.RequeuingTimestamp]("Admission")
+			},
+			wantFields: []string{
+				"FieldValueInvalid waitForPodsReady.recoveryTimeout",
+				"FieldValueInvalid waitForPodsReady.blockAdmission",
+				"FieldValueNotSupported waitForPodsReady.requeuingStrategy.timestamp",
+			},
+		},
+		"zero recovery timeout": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.WaitForPodsReady.Enable = true
+				cfg.WaitForPodsReady.BlockAdmission = ptr.To(true)
+				cfg.WaitForPodsReady.RecoveryTimeout = &metav1.Duration{}
+			},
+			wantFields: []string{"FieldValueInvalid waitForPodsReady.recoveryTimeout"},
+		},
 		"zero timeout": {
 			change:     func(cfg *configv1alpha1.Configuration) { cfg.WaitForPodsReady.Timeout = &metav1.Duration{} },
 			wantFields: []string{"FieldValueInvalid waitForPodsReady.timeout"},

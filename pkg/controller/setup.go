@@ -20,6 +20,10 @@ type Options struct {
 	// PodsReadyTimeout, when positive, evicts an admitted workload whose
 	// pods are not all ready this long after admission.
 	PodsReadyTimeout time.Duration
+	// RecoveryTimeout, when positive (and PodsReadyTimeout too), evicts a
+	// running workload whose pods, once all ready, are not all ready again
+	// this long after one stopped being ready.
+	RecoveryTimeout time.Duration
 	// WorkloadConcurrency is how many Workloads are reconciled at once.
 	WorkloadConcurrency int
 	// Backoff is how long a workload evicted because its pods were not
@@ -65,7 +69,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&WorkloadReconciler{
 			client: cl, writer: e.Writer, cache: e.Cache, queues: e.Queues, pending: e.Pending, recorder: e.Recorder,
-			podsReadyTimeout: opts.PodsReadyTimeout, backoff: opts.Backoff, integrated: integratedOr(opts.Integrated),
+			podsReadyTimeout: opts.PodsReadyTimeout, recoveryTimeout: opts.RecoveryTimeout, backoff: opts.Backoff, integrated: integratedOr(opts.Integrated),
 			concurrency: opts.WorkloadConcurrency, status: n,
 		},
 		&ClusterQueueReconciler{

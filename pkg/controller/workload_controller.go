@@ -48,6 +48,7 @@ type WorkloadReconciler struct {
 	pending          pendingMessages
 	recorder         events.EventRecorder
 	podsReadyTimeout time.Duration
+	recoveryTimeout  time.Duration
 	backoff          workload.Backoff
 	// integrated reports whether a job integration runs the workloads of
 	// an owner of this kind: it stops their pods and requeues them.
@@ -394,16 +395,30 @@ func (r *WorkloadReconciler) evictionReason(ctx context.Context, wl *berthv1alph
 	return r.podsReadyTimedOut(wl)
 }
 
+// podsReadyTimedOut says whether an admitted workload's pods took too long
+// to be ready: since its admission, while they never were all ready
+// (waitForPodsReady.timeout), or since one stopped being ready, once they
+// were (recoveryTimeout).
 func (r *WorkloadReconciler) podsReadyTimedOut(wl *berthv1alpha1.Workload) (string, string, time.Duration, error) {
-	admitted := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted)
 	if r.podsReadyTimeout <= 0 || !workload.IsAdmitted(wl) || workload.IsConditionTrue(wl, berthv1alpha1.WorkloadPodsReady) {
 		return "", "", 0, nil
 	}
+	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadPodsReady); c != nil && c.Reason == berthv1alpha1.ReasonWaitForRecovery {
+		if r.recoveryTimeout <= 0 {
+			return "", "", 0, nil
+		}
+		if left := r.recoveryTimeout - time.Since(c.LastTransitionTime.Time); left > 0 {
+			return "", "", left, nil
+		}
+		return berthv1alpha1.ReasonPodsReadyTimeout, fmt.Sprintf("The pods stopped being all ready at %s and were not all ready again within %s (waitForPodsReady.recoveryTimeout)",
+			c.LastTransitionTime.UTC().Format(time.RFC3339), r.recoveryTimeout), 0, nil
+	}
+	admitted := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted)
 	if left := r.podsReadyTimeout - time.Since(admitted.LastTransitionTime.Time); left > 0 {
 		return "", "", left, nil
 	}
 	return berthv1alpha1.ReasonPodsReadyTimeout,
-		fmt.Sprintf("The pods were not all ready %s after admission", r.podsReadyTimeout), 0, nil
+		fmt.Sprintf("The pods were not all ready %s after admission (waitForPodsReady.timeout)", r.podsReadyTimeout), 0, nil
 }
 
 // requeue releases the quota of an evicted workload that no job

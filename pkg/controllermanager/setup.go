@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/pkg/engine/cache"
 	"github.com/berth-dev/berth/pkg/engine/queue"
 	"github.com/berth-dev/berth/pkg/engine/scheduler"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/provisioning"
@@ -46,6 +47,11 @@ type Options struct {
 	// PreemptionDelay is how long a preemptor holds the quota freed for
 	// it before it evicts.
 	PreemptionDelay time.Duration
+	// BlockAdmission admits nothing while the pods of an admitted workload
+	// are not all ready.
+	BlockAdmission bool
+	// Ordering places evicted workloads back in their queues.
+	Ordering workload.Ordering
 	// AdmissionFairSharing, when set, orders the workloads of the
 	// ClusterQueues that ask for it by their LocalQueue's recent usage.
 	AdmissionFairSharing *queue.AdmissionFairSharing
@@ -86,6 +92,7 @@ const admissionWriters = 32
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	c := cache.New()
 	q := queue.NewManager()
+	q.SetOrdering(opts.Ordering)
 	if opts.AdmissionFairSharing != nil {
 		q.SetAdmissionFairSharing(opts.AdmissionFairSharing)
 	}
@@ -139,6 +146,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		})}
 	if opts.PreemptionDelay > 0 {
 		schedOpts = append(schedOpts, scheduler.WithPreemptionDelay(opts.PreemptionDelay))
+	}
+	if opts.BlockAdmission {
+		schedOpts = append(schedOpts, scheduler.WithBlockAdmission())
 	}
 	if opts.FairSharing {
 		schedOpts = append(schedOpts, scheduler.WithFairSharing(opts.FairStrategies...))

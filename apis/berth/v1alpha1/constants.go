@@ -143,8 +143,19 @@ const (
 	// requeued as many times as the backoff allows, and is deactivated.
 	ReasonRequeuingLimitExceeded = "RequeuingLimitExceeded"
 	// ReasonPodsReadyTimeout is the Evicted reason when the pods did not
-	// become ready in time.
+	// become ready in time, or did not recover in time.
 	ReasonPodsReadyTimeout = "PodsReadyTimeout"
+	// ReasonPodsReady is the PodsReady=True reason.
+	ReasonPodsReady = "PodsReady"
+	// ReasonWaitForStart is the PodsReady=False reason of an admitted
+	// workload whose pods were never all ready since its admission:
+	// waitForPodsReady.timeout runs from the admission.
+	ReasonWaitForStart = "WaitForStart"
+	// ReasonWaitForRecovery is the PodsReady=False reason of a running
+	// workload whose pods were all ready and are no longer:
+	// waitForPodsReady.recoveryTimeout runs from the condition's
+	// lastTransitionTime.
+	ReasonWaitForRecovery = "WaitForRecovery"
 
 	// ReasonAdmissionCheck is the Evicted reason when an admission check
 	// asks for a retry or rejects the workload.

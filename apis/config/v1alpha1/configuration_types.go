@@ -50,9 +50,9 @@ type Configuration struct {
 	ManageJobsWithoutQueueName bool `json:"manageJobsWithoutQueueName,omitempty"`
 
 	// WaitForPodsReady evicts and requeues an admitted workload whose pods
-	// are not all ready in time, so that a job that cannot start gives its
-	// quota back. Admission does not wait for the pods of earlier
-	// workloads to be ready.
+	// are not all ready in time, or stop being ready for too long, so that
+	// a job that cannot run gives its quota back; with BlockAdmission,
+	// admission waits for the pods of earlier workloads to be ready.
 	WaitForPodsReady WaitForPodsReady `json:"waitForPodsReady,omitempty"`
 
 	// Preemption tunes how admission makes room by evicting.
@@ -272,12 +272,14 @@ type PodIntegrationOptions struct {
 }
 
 // WaitForPodsReady puts a time limit on an admitted workload's pods: a
-// workload whose pods are not all ready Timeout after its admission is
-// evicted (reason PodsReadyTimeout) and queued again after the backoff of
-// RequeuingStrategy. This frees the quota and the nodes held by a job that
-// cannot start, for example one whose pods cannot all be scheduled. It
-// does not make admission wait for the pods of the workloads admitted
-// before: workloads are admitted while others' pods are starting.
+// workload whose pods are not all ready Timeout after its admission, or
+// whose pods, once all ready, are not all ready again RecoveryTimeout after
+// one stopped being ready, is evicted (reason PodsReadyTimeout) and queued
+// again after the backoff of RequeuingStrategy. This frees the quota and the
+// nodes held by a job that cannot run, for example one whose pods cannot all
+// be scheduled. The Workload's PodsReady condition says which clock runs:
+// reason WaitForStart before its pods were first all ready, WaitForRecovery
+// after one stopped being ready.
 type WaitForPodsReady struct {
 	// Enable turns the timeout on. Default false.
 	Enable bool `json:"enable,omitempty"`
@@ -286,10 +288,40 @@ type WaitForPodsReady struct {
 	// ready before it is evicted and requeued. Default 5m.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// RequeuingStrategy is how long a workload evicted for the timeout
-	// waits before it is queued again, and how often it may be.
+	// BlockAdmission admits no workload while the pods of any admitted
+	// workload are not all ready (until they are, or its timeout evicts
+	// it), so that the pods of two gangs cannot each hold half the nodes:
+	// use it when
+	// pods go to a scheduler that places them one at a time. Berth's own
+	// scheduler profile places a gang's pods together, and without it
+	// admission does not wait. Waiting workloads say which workload they
+	// wait for. Default false (Kueue defaults it to true).
+	BlockAdmission *bool `json:"blockAdmission,omitempty"`
+
+	// RecoveryTimeout is how long a running workload whose pods were all
+	// ready may have pods that are not (a pod restarted, its node failed)
+	// before it is evicted and requeued. Unset: no limit.
+	RecoveryTimeout *metav1.Duration `json:"recoveryTimeout,omitempty"`
+
+	// RequeuingStrategy is where a workload evicted for a timeout goes back
+	// in its queue, how long it waits before it is queued again, and how
+	// often it may be.
 	RequeuingStrategy RequeuingStrategy `json:"requeuingStrategy,omitempty"`
 }
+
+// RequeuingTimestamp is the time that places a requeued workload in its
+// queue.
+type RequeuingTimestamp string
+
+// The timestamps of RequeuingStrategy.
+const (
+	// EvictionTimestamp places it by the time of its eviction, behind the
+	// workloads of its priority that waited while it ran.
+	EvictionTimestamp RequeuingTimestamp = "Eviction"
+	// CreationTimestamp places it by the time its Workload was created,
+	// ahead of those created after it.
+	CreationTimestamp RequeuingTimestamp = "Creation"
+)
 
 // RequeuingStrategy backs off a workload that keeps being evicted because
 // its pods are not ready in time: it waits backoffBaseSeconds after its
@@ -298,6 +330,12 @@ type WaitForPodsReady struct {
 // together do not return together. After backoffLimitCount requeues it is
 // deactivated (spec.active false) with a message saying so.
 type RequeuingStrategy struct {
+	// Timestamp places a workload evicted for a pods-ready timeout back in
+	// its queue: Eviction (by when it was evicted) or Creation (by when it
+	// was created). Workloads evicted for other reasons (preemption, say)
+	// always go back by their eviction. Default Eviction.
+	Timestamp *RequeuingTimestamp `json:"timestamp,omitempty"`
+
 	// BackoffBaseSeconds is the first wait. Default 60.
 	BackoffBaseSeconds *int32 `json:"backoffBaseSeconds,omitempty"`
 

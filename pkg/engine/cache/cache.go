@@ -33,6 +33,12 @@ type Cache struct {
 	// outlives updates until the quota is released: the informers may
 	// still deliver versions of the workload from before the eviction.
 	evicting map[string]bool
+	// notReady, when tracked (TrackPodsReady), are the workloads holding
+	// quota, not told to stop, whose pods are not all ready; allReady is
+	// called when the last of them is ready.
+	notReady     map[string]bool
+	allReady     func()
+	waitingReady bool
 }
 
 // New returns an empty Cache.
@@ -140,6 +146,7 @@ func (c *Cache) AddOrUpdateWorkload(wl *berthv1alpha1.Workload) bool {
 	info := workload.NewInfo(wl)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.settleReady()
 	c.remove(info.Key)
 	if info.ClusterQueue == "" || workload.IsFinished(wl) {
 		delete(c.evicting, info.Key)
@@ -166,6 +173,7 @@ func (c *Cache) DeleteWorkload(key string) berthv1alpha1.ClusterQueueReference {
 		return ""
 	}
 	c.remove(key)
+	c.settleReady()
 	return info.ClusterQueue
 }
 
@@ -241,6 +249,7 @@ func (c *Cache) AssumeWorkload(info *workload.Info) error {
 	delete(c.evicting, info.Key)
 	c.add(info)
 	c.assumed[info.Key] = true
+	c.settleReady()
 	return nil
 }
 
@@ -269,6 +278,7 @@ func (c *Cache) ForgetWorkload(key string) {
 	defer c.mu.Unlock()
 	if c.assumed[key] {
 		c.remove(key)
+		c.settleReady()
 	}
 }
 
@@ -291,6 +301,64 @@ func (c *Cache) MarkEvicting(key string) {
 	st := c.in.states[info.ClusterQueue]
 	st.workloads.writable()[key] = &cp
 	c.byKey[key] = &cp
+	c.trackReady(&cp, true)
+	c.settleReady()
+}
+
+// TrackPodsReady has the cache track which workloads holding quota have
+// pods that are not all ready (see NotReady), and call allReady, under the
+// cache's lock, when none is left: allReady must neither block nor call
+// the cache. Call it before any workload is added.
+func (c *Cache) TrackPodsReady(allReady func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notReady, c.allReady = map[string]bool{}, allReady
+}
+
+// NotReady is how many workloads holding quota have pods that are not all
+// ready, assumed admissions included and workloads told to stop excluded,
+// and the first of them by key; 0 when not tracked.
+func (c *Cache) NotReady() (int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := ""
+	for key := range c.notReady {
+		if first == "" || key < first {
+			first = key
+		}
+	}
+	return len(c.notReady), first
+}
+
+// trackReady records whether info is a workload whose pods the next
+// admission waits for.
+func (c *Cache) trackReady(info *workload.Info, held bool) {
+	if c.notReady == nil {
+		return
+	}
+	if held && !info.Evicting && !workload.IsConditionTrue(info.Obj, berthv1alpha1.WorkloadPodsReady) {
+		c.notReady[info.Key] = true
+	} else {
+		delete(c.notReady, info.Key)
+	}
+}
+
+// settleReady calls allReady if the last workload whose pods were not
+// ready is ready now, or gone. It runs once a change is complete, so that
+// an update, which removes a workload and adds it again, does not call it
+// in between.
+func (c *Cache) settleReady() {
+	if c.notReady == nil {
+		return
+	}
+	if len(c.notReady) > 0 {
+		c.waitingReady = true
+		return
+	}
+	if c.waitingReady {
+		c.waitingReady = false
+		c.allReady()
+	}
 }
 
 // Snapshot returns a frozen copy of the cache for one cycle.
@@ -316,6 +384,7 @@ func (c *Cache) add(info *workload.Info) {
 	st.workloads.writable()[info.Key] = info
 	st.usage.Add(info.Usage)
 	c.byKey[info.Key] = info
+	c.trackReady(info, true)
 	if c.t != nil {
 		if cq := c.t.clusterQueues[info.ClusterQueue]; cq != nil {
 			cq.addUsage(info.Usage, 1)
@@ -330,6 +399,7 @@ func (c *Cache) remove(key string) {
 	}
 	delete(c.byKey, key)
 	delete(c.assumed, key)
+	c.trackReady(info, false)
 	st := c.in.states[info.ClusterQueue]
 	delete(st.workloads.writable(), key)
 	st.usage.Sub(info.Usage)

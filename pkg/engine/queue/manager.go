@@ -61,6 +61,16 @@ type Manager struct {
 	// sharing is off; locals are the LocalQueues by key.
 	afs    *AdmissionFairSharing
 	locals map[string]*localQueue
+	// ordering places evicted workloads back in their queue.
+	ordering workload.Ordering
+}
+
+// SetOrdering sets where evicted workloads go back in their queue; call it
+// before any workload is added.
+func (m *Manager) SetOrdering(o workload.Ordering) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ordering = o
 }
 
 // Behind is a workload set aside behind the head of its shape, which did
@@ -203,6 +213,9 @@ func (m *Manager) AddOrUpdateWorkload(wl *berthv1alpha1.Workload, cq berthv1alph
 	shape := shapeOf(info)
 	m.mu.Lock()
 	defer m.unlock()
+	if m.ordering.PodsReadyByCreation {
+		info.QueueTime = m.ordering.QueueTime(wl)
+	}
 	q, ok := m.queues[cq]
 	if !ok {
 		return ErrClusterQueueNotFound

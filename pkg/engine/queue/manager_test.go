@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -19,8 +20,24 @@ func TestOrder(t *testing.T) {
 		// update is applied after all are queued.
 		update    *berthv1alpha1.Workload
 		deleteKey string
+		ordering  workload.Ordering
 		wantOrder []string
 	}{
+		"a workload that timed out goes back by its creation under the Creation timestamp": {
+			workloads: []*berthv1alpha1.Workload{
+				utiltesting.MakeWorkload("timedout", "ns").Condition(berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, berthv1alpha1.ReasonPodsReadyTimeout, 10*time.Second).Obj(),
+				utiltesting.MakeWorkload("other", "ns").Created(5 * time.Second).Obj(),
+			},
+			ordering:  workload.Ordering{PodsReadyByCreation: true},
+			wantOrder: []string{"ns/timedout", "ns/other"},
+		},
+		"a workload that timed out goes back by its eviction by default": {
+			workloads: []*berthv1alpha1.Workload{
+				utiltesting.MakeWorkload("timedout", "ns").Condition(berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, berthv1alpha1.ReasonPodsReadyTimeout, 10*time.Second).Obj(),
+				utiltesting.MakeWorkload("other", "ns").Created(5 * time.Second).Obj(),
+			},
+			wantOrder: []string{"ns/other", "ns/timedout"},
+		},
 		"priority, then queue time, then key": {
 			workloads: []*berthv1alpha1.Workload{
 				utiltesting.MakeWorkload("late", "ns").Created(2 * time.Second).Obj(),
@@ -54,6 +71,7 @@ func TestOrder(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := NewManager()
+			m.SetOrdering(tc.ordering)
 			m.AddOrUpdateClusterQueue(utiltesting.MakeClusterQueue("q").Obj())
 			for _, w := range tc.workloads {
 				if err := m.AddOrUpdateWorkload(w, "q"); err != nil {

@@ -56,7 +56,10 @@ type cycle struct {
 	// strictWriting is set while an admission in a StrictFIFO queue is
 	// unsettled: nothing of that queue may be decided until it is.
 	strictWriting bool
-	stats         Stats
+	// readinessBlocked is set once a head waited for the pods of admitted
+	// workloads (WithBlockAdmission): no further round is taken.
+	readinessBlocked bool
+	stats            Stats
 }
 
 // admission is an assumed admission whose write is outstanding.
@@ -89,6 +92,9 @@ func (s *Scheduler) Schedule(ctx context.Context) Stats {
 	for {
 		if c.strictWriting {
 			c.settleAdmissions(ctx)
+		}
+		if c.readinessBlocked {
+			break
 		}
 		if c.writesFull() {
 			// Another round would wait for write slots while the snapshot
@@ -225,6 +231,10 @@ func (c *cycle) decide(ctx context.Context, e *entry) {
 		// (an eviction completed) and was queued again: try it on a
 		// fresh snapshot rather than drop it.
 		c.requeue = append(c.requeue, requeued{e.head, queue.RequeueRetry})
+		return
+	}
+	if msg := c.readinessBlock(); msg != "" {
+		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueWaiting)
 		return
 	}
 	if e.cq.TreeGeneration() != e.generation {

@@ -32,6 +32,9 @@ type Scheduler struct {
 	// evicts; waiting are the heads doing so, by key (see roomWait).
 	preemptionDelay time.Duration
 	waiting         map[string]roomWait
+	// blockAdmission admits nothing while the pods of an admitted
+	// workload are not all ready.
+	blockAdmission bool
 }
 
 // Option configures a Scheduler.
@@ -71,6 +74,9 @@ func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler
 	s := &Scheduler{cache: c, queues: q, applier: a, now: time.Now, parallelism: 1, nominated: map[string]*nomination{}, waiting: map[string]roomWait{}}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.blockAdmission {
+		trackReadiness(c, q)
 	}
 	return s
 }

@@ -202,10 +202,30 @@ func Priority(wl *berthv1alpha1.Workload) int32 {
 // the workloads of its priority that waited while it ran, which also keeps
 // two workloads of equal priority from preempting each other in turn.
 func QueueTime(wl *berthv1alpha1.Workload) time.Time {
+	return Ordering{}.QueueTime(wl)
+}
+
+// Ordering says where an evicted workload goes back in its queue
+// (waitForPodsReady.requeuingStrategy.timestamp).
+type Ordering struct {
+	// PodsReadyByCreation places a workload evicted for a pods-ready
+	// timeout by its creation time, not its eviction's: it goes back ahead
+	// of the workloads of its priority created after it.
+	PodsReadyByCreation bool
+}
+
+// QueueTime is QueueTime under o.
+func (o Ordering) QueueTime(wl *berthv1alpha1.Workload) time.Time {
 	t := wl.CreationTimestamp.Time
 	for _, typ := range []string{berthv1alpha1.WorkloadEvicted, berthv1alpha1.WorkloadRequeued} {
 		c := FindCondition(wl, typ)
-		if c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(t) {
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		if o.PodsReadyByCreation && c.Reason == berthv1alpha1.ReasonPodsReadyTimeout {
+			return wl.CreationTimestamp.Time
+		}
+		if c.LastTransitionTime.After(t) {
 			t = c.LastTransitionTime.Time
 		}
 	}

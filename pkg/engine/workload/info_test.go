@@ -91,10 +91,19 @@ func TestPodRequests(t *testing.T) {
 }
 
 func TestQueueTime(t *testing.T) {
+	timedOut := utiltesting.MakeWorkload("a", "ns").Created(time.Minute).
+		Condition(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPodsReadyTimeout, time.Hour).
+		Condition(berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, berthv1alpha1.ReasonPodsReadyTimeout, 2*time.Hour).Obj()
+	preempted := utiltesting.MakeWorkload("a", "ns").Created(time.Minute).
+		Condition(berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, 2*time.Hour).Obj()
 	cases := map[string]struct {
-		wl   *berthv1alpha1.Workload
-		want time.Duration
+		wl       *berthv1alpha1.Workload
+		ordering Ordering
+		want     time.Duration
 	}{
+		"pods-ready timeout by eviction":             {wl: timedOut, want: 2 * time.Hour},
+		"pods-ready timeout by creation":             {wl: timedOut, ordering: Ordering{PodsReadyByCreation: true}, want: time.Minute},
+		"preemption by eviction even under creation": {wl: preempted, ordering: Ordering{PodsReadyByCreation: true}, want: 2 * time.Hour},
 		"creation":                  {wl: utiltesting.MakeWorkload("a", "ns").Created(time.Minute).Obj(), want: time.Minute},
 		"eviction":                  {wl: utiltesting.MakeWorkload("a", "ns").Condition(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, "Preempted", time.Hour).Obj(), want: time.Hour},
 		"requeue is later":          {wl: utiltesting.MakeWorkload("a", "ns").Condition(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, "Preempted", time.Hour).Condition(berthv1alpha1.WorkloadRequeued, metav1.ConditionTrue, "Requeued", 2*time.Hour).Obj(), want: 2 * time.Hour},
@@ -102,7 +111,7 @@ func TestQueueTime(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(utiltesting.BaseTime.Add(tc.want), QueueTime(tc.wl)); diff != "" {
+			if diff := cmp.Diff(utiltesting.BaseTime.Add(tc.want), tc.ordering.QueueTime(tc.wl)); diff != "" {
 				t.Errorf("queue time (-want +got):\n%s", diff)
 			}
 		})

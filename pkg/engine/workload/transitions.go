@@ -156,13 +156,21 @@ func SetPending(reason, message string) Change {
 }
 
 // SetPodsReady records whether all the pods the workload runs at once are
-// ready.
+// ready, and, when they are not, whether they ever were since its admission
+// (WaitForRecovery) or not (WaitForStart): the pods-ready timeouts run from
+// the admission and from the condition's lastTransitionTime respectively.
+// A requeue sets the condition to reason Pending, so the next admission
+// starts with WaitForStart.
 func SetPodsReady(ready bool) Change {
 	return func(wl *berthv1alpha1.Workload) bool {
 		if ready {
-			return SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, "PodsReady", "All pods are ready")
+			return SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, berthv1alpha1.ReasonPodsReady, "All pods are ready")
 		}
-		return SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, "PodsNotReady", "Not all pods are ready")
+		if c := FindCondition(wl, berthv1alpha1.WorkloadPodsReady); c != nil &&
+			(c.Status == metav1.ConditionTrue || c.Reason == berthv1alpha1.ReasonWaitForRecovery) {
+			return SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonWaitForRecovery, "The pods were all ready; not all are now")
+		}
+		return SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonWaitForStart, "Not all pods are ready yet")
 	}
 }
 

@@ -137,12 +137,37 @@ func TestTransitions(t *testing.T) {
 			wantChanged: true,
 			want:        state{Conditions: map[string]string{reserved: "False/Inadmissible"}},
 		},
-		"pods not ready": {
+		"pods that were ready stop being ready": {
 			wl:          running().Obj(),
 			change:      workload.SetPodsReady(false),
 			wantChanged: true,
 			want: state{Admitted: true, Conditions: map[string]string{
-				reserved: "True/QuotaReserved", admitted: "True/Admitted", ready: "False/PodsNotReady",
+				reserved: "True/QuotaReserved", admitted: "True/Admitted", ready: "False/WaitForRecovery",
+			}},
+		},
+		"pods not ready yet after admission": {
+			wl:          utiltesting.MakeWorkload("a", "ns").Queue("q").Request(1, "cpu", "1").AdmittedIn("cq", "default").Obj(),
+			change:      workload.SetPodsReady(false),
+			wantChanged: true,
+			want: state{Admitted: true, Conditions: map[string]string{
+				reserved: "True/QuotaReserved", admitted: "True/Admitted", ready: "False/WaitForStart",
+			}},
+		},
+		"pods not ready after a requeue wait for their start again": {
+			wl: utiltesting.MakeWorkload("a", "ns").Queue("q").Request(1, "cpu", "1").AdmittedIn("cq", "default").
+				Condition(ready, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj(),
+			change:      workload.SetPodsReady(false),
+			wantChanged: true,
+			want: state{Admitted: true, Conditions: map[string]string{
+				reserved: "True/QuotaReserved", admitted: "True/Admitted", ready: "False/WaitForStart",
+			}},
+		},
+		"pods still recovering": {
+			wl:          running().Condition(ready, metav1.ConditionFalse, berthv1alpha1.ReasonWaitForRecovery, 0).Obj(),
+			change:      workload.SetPodsReady(false),
+			wantChanged: true, // the message
+			want: state{Admitted: true, Conditions: map[string]string{
+				reserved: "True/QuotaReserved", admitted: "True/Admitted", ready: "False/WaitForRecovery",
 			}},
 		},
 		"pods still ready": {
