@@ -392,7 +392,17 @@ func (r *WorkloadReconciler) evictionReason(ctx context.Context, wl *berthv1alph
 	} else if err == nil && lq.Spec.StopPolicy == berthv1alpha1.HoldAndDrain {
 		return berthv1alpha1.ReasonLocalQueueStopped, fmt.Sprintf("LocalQueue %s is stopped with HoldAndDrain", lq.Name), 0, nil
 	}
-	return r.podsReadyTimedOut(wl)
+	now := time.Now()
+	left, limited := workload.ExecutionTimeLeft(wl, now)
+	limited = limited && workload.IsAdmitted(wl)
+	if limited && left <= 0 {
+		return berthv1alpha1.ReasonMaximumExecutionTimeExceeded, workload.ExecutionTimeExceededMessage(wl, now), 0, nil
+	}
+	reason, msg, after, err := r.podsReadyTimedOut(wl)
+	if reason == "" && limited && (after == 0 || left < after) {
+		after = left
+	}
+	return reason, msg, after, err
 }
 
 // podsReadyTimedOut says whether an admitted workload's pods took too long
@@ -441,12 +451,13 @@ func (r *WorkloadReconciler) requeue(ctx context.Context, wl *berthv1alpha1.Work
 const podsGonePoll = 2 * time.Second
 
 // holdInactive keeps a deactivated workload out of the queues, saying why,
-// and reports whether it did. A workload requeued past the backoff's limit
-// says so in its Requeued condition; once a person sets spec.active to
-// true again, it starts its backoff over.
+// and reports whether it did. A workload requeued past the backoff's limit,
+// or that ran past its maximum execution time, says so in its Requeued
+// condition; once a person sets spec.active to true again, it starts its
+// backoff and its execution time over.
 func (r *WorkloadReconciler) holdInactive(ctx context.Context, wl *berthv1alpha1.Workload) (bool, error) {
 	limit := workload.FindCondition(wl, berthv1alpha1.WorkloadRequeued)
-	if limit != nil && limit.Reason != berthv1alpha1.ReasonRequeuingLimitExceeded {
+	if limit != nil && limit.Reason != berthv1alpha1.ReasonRequeuingLimitExceeded && limit.Reason != berthv1alpha1.ReasonMaximumExecutionTimeExceeded {
 		limit = nil
 	}
 	switch {

@@ -233,6 +233,9 @@ func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) erro
 	if err != nil {
 		return err
 	}
+	if _, ferr := MaxExecTimeSeconds(obj); ferr != nil {
+		errs = append(errs, ferr)
+	}
 	if len(errs) > 0 {
 		// Nothing to retry: a change of the job brings it back.
 		r.eventf(job, nil, corev1.EventTypeWarning, EventInvalidJob, "CreateWorkload",
@@ -288,8 +291,9 @@ func (r *JobReconciler) priorityOf(ctx context.Context, class string) (*int32, e
 	return ptr.To(wpc.Value), nil
 }
 
-// syncLabels carries changes of the job's queue and priority labels to
-// its Workload. The queue can change only while the workload waits. It
+// syncLabels carries changes of the job's queue, priority and execution
+// time labels to its Workload. The queue can change only while the
+// workload waits. It
 // reports whether the Workload was already in step.
 func (r *JobReconciler) syncLabels(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) (bool, error) {
 	obj := job.Object()
@@ -305,7 +309,11 @@ func (r *JobReconciler) syncLabels(ctx context.Context, job GenericJob, wl *bert
 		patched.Spec.PriorityClassName = class
 		patched.Spec.Priority = priority
 	}
-	if patched.Spec.QueueName == wl.Spec.QueueName && patched.Spec.PriorityClassName == wl.Spec.PriorityClassName {
+	if maxExec, ferr := MaxExecTimeSeconds(obj); ferr == nil && !ptr.Equal(maxExec, wl.Spec.MaximumExecutionTimeSeconds) {
+		patched.Spec.MaximumExecutionTimeSeconds = maxExec
+	}
+	if patched.Spec.QueueName == wl.Spec.QueueName && patched.Spec.PriorityClassName == wl.Spec.PriorityClassName &&
+		ptr.Equal(patched.Spec.MaximumExecutionTimeSeconds, wl.Spec.MaximumExecutionTimeSeconds) {
 		return true, nil
 	}
 	return false, r.client.Patch(ctx, patched, client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{}))

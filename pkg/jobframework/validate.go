@@ -82,6 +82,9 @@ func (v *validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	if c, ok := job.(JobWithCreateChecks); ok {
 		errs = append(errs, c.ValidateOnCreate()...)
 	}
+	if _, ferr := MaxExecTimeSeconds(job.Object()); ferr != nil {
+		errs = append(errs, ferr)
+	}
 	return nil, v.invalid(job, errs)
 }
 
@@ -121,6 +124,9 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 		return nil, err
 	}
 	errs = append(errs, queueLabelChange(oldJob, newJob, wl)...)
+	if _, ferr := MaxExecTimeSeconds(newJob.Object()); ferr != nil {
+		errs = append(errs, ferr)
+	}
 	errs = append(errs, unadmittedStart(oldJob, newJob, wl)...)
 	oldPodSets, oldErrs, err := podSetsOf(ctx, v.client, oldJob)
 	if err != nil {

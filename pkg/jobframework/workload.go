@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,10 +86,27 @@ func PriorityClassName(job metav1.Object) string {
 	return job.GetLabels()[berthv1alpha1.PriorityClassLabel]
 }
 
+// MaxExecTimeSeconds is the job's execution time limit, from its label
+// berth.dev/max-exec-time-seconds; nil when it has none. A value that is
+// not a whole number from 1 to 2147483647 is an error naming the label.
+func MaxExecTimeSeconds(job metav1.Object) (*int32, *field.Error) {
+	v, ok := job.GetLabels()[berthv1alpha1.MaxExecTimeSecondsLabel]
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 {
+		return nil, field.Invalid(field.NewPath("metadata", "labels").Key(berthv1alpha1.MaxExecTimeSecondsLabel), v,
+			"must be a whole number of seconds from 1 to 2147483647")
+	}
+	return ptr.To(int32(n)), nil
+}
+
 // newWorkload is the Workload of the job obj, owned by it, with its pod
 // sets. Its labels name its queue and its job's UID, so that a person can
 // go from the job to it with a label selector.
 func newWorkload(obj client.Object, gvk schema.GroupVersionKind, podSets []berthv1alpha1.PodSet, priority *int32) *berthv1alpha1.Workload {
+	maxExec, _ := MaxExecTimeSeconds(obj)
 	return &berthv1alpha1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            WorkloadName(gvk, obj.GetName(), string(obj.GetUID())),
@@ -104,6 +123,8 @@ func newWorkload(obj client.Object, gvk schema.GroupVersionKind, podSets []berth
 			PriorityClassName: PriorityClassName(obj),
 			Priority:          priority,
 			Active:            ptr.To(true),
+
+			MaximumExecutionTimeSeconds: maxExec,
 		},
 	}
 }

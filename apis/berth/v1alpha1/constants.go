@@ -11,6 +11,11 @@ const (
 	// it on a queued job re-prioritises the waiting workload.
 	PriorityClassLabel = "berth.dev/priority-class"
 
+	// MaxExecTimeSecondsLabel limits how long a job may run, in seconds
+	// over all its admissions: Workload.spec.maximumExecutionTimeSeconds.
+	// A whole number above 0; a job with another value is refused.
+	MaxExecTimeSecondsLabel = "berth.dev/max-exec-time-seconds"
+
 	// JobMinParallelismAnnotation allows partial admission of a Job down to
 	// the given number of pods.
 	JobMinParallelismAnnotation = "berth.dev/job-min-parallelism"
@@ -145,6 +150,10 @@ const (
 	// ReasonPodsReadyTimeout is the Evicted reason when the pods did not
 	// become ready in time, or did not recover in time.
 	ReasonPodsReadyTimeout = "PodsReadyTimeout"
+	// ReasonMaximumExecutionTimeExceeded is the Evicted reason, and the
+	// Requeued=False reason of the deactivation that follows, when a
+	// workload ran longer than spec.maximumExecutionTimeSeconds.
+	ReasonMaximumExecutionTimeExceeded = "MaximumExecutionTimeExceeded"
 	// ReasonPodsReady is the PodsReady=True reason.
 	ReasonPodsReady = "PodsReady"
 	// ReasonWaitForStart is the PodsReady=False reason of an admitted

@@ -75,6 +75,16 @@ type WorkloadSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	Active *bool `json:"active,omitempty"`
+
+	// MaximumExecutionTimeSeconds is how long the workload may run, in all
+	// its admissions together (status.accumulatedPastExecutionTimeSeconds
+	// and the current one): once over, it is evicted and deactivated with
+	// reason MaximumExecutionTimeExceeded. Set from the job label
+	// berth.dev/max-exec-time-seconds. Unset: no limit.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaximumExecutionTimeSeconds *int32 `json:"maximumExecutionTimeSeconds,omitempty"`
 }
 
 // PodSetAssignment is the flavor and count admitted for one podset.
@@ -161,6 +171,13 @@ type WorkloadStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	AdmissionChecks []AdmissionCheckState `json:"admissionChecks,omitempty"`
+
+	// AccumulatedPastExecutionTimeSeconds is how long the workload ran in
+	// its admissions before the current one: from each Admitted=True to
+	// its eviction, added at each requeue.
+	//
+	// +optional
+	AccumulatedPastExecutionTimeSeconds *int32 `json:"accumulatedPastExecutionTimeSeconds,omitempty"`
 }
 
 // Workload is one unit of admission: the pods of one Job or JobSet. Berth

@@ -31,9 +31,12 @@ var backedOff = map[string]bool{berthv1alpha1.ReasonPodsReadyTimeout: true}
 type RequeueDecision struct {
 	// At is when it may be considered again; nil for at once.
 	At *time.Time
-	// Deactivate is set when it exceeded the backoff's limit, with the
-	// message that says so.
+	// Deactivate is set when it must not be queued again (it exceeded the
+	// backoff's limit, say), with the message that says so.
 	Deactivate string
+	// DeactivateReason is the Requeued=False reason of the deactivation;
+	// RequeuingLimitExceeded when empty.
+	DeactivateReason string
 }
 
 // NextRequeue decides how wl, evicted, is requeued at now. The jitter, up
@@ -44,6 +47,9 @@ func NextRequeue(wl *berthv1alpha1.Workload, b Backoff, now time.Time) RequeueDe
 	ev := FindCondition(wl, berthv1alpha1.WorkloadEvicted)
 	if ev != nil && ev.Reason == berthv1alpha1.ReasonAdmissionCheck {
 		return checkRequeue(wl, now)
+	}
+	if ev != nil && ev.Reason == berthv1alpha1.ReasonMaximumExecutionTimeExceeded {
+		return RequeueDecision{Deactivate: ev.Message + ". " + resumeHint(wl), DeactivateReason: ev.Reason}
 	}
 	if ev == nil || !backedOff[ev.Reason] || b.Base <= 0 {
 		return RequeueDecision{}

@@ -32,6 +32,9 @@ func TestNextRequeue(t *testing.T) {
 		wantMax        time.Duration
 		wantAtOnce     bool
 		wantDeactivate bool
+		// wantReason is the deactivation's reason; empty for the backoff's
+		// limit.
+		wantReason string
 	}{
 		"a preempted workload waits its turn in the queue": {
 			wl: evicted(berthv1alpha1.ReasonPreempted, 3), backoff: backoff, wantAtOnce: true,
@@ -52,6 +55,9 @@ func TestNextRequeue(t *testing.T) {
 		"past the limit it is deactivated": {
 			wl: evicted(berthv1alpha1.ReasonPodsReadyTimeout, 5), backoff: backoff, wantDeactivate: true,
 		},
+		"past its maximum execution time it is deactivated, without a backoff": {
+			wl: evicted(berthv1alpha1.ReasonMaximumExecutionTimeExceeded, 0), wantDeactivate: true, wantReason: berthv1alpha1.ReasonMaximumExecutionTimeExceeded,
+		},
 		"no backoff configured": {
 			wl: evicted(berthv1alpha1.ReasonPodsReadyTimeout, 2), wantAtOnce: true,
 		},
@@ -60,6 +66,10 @@ func TestNextRequeue(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := workload.NextRequeue(tc.wl, tc.backoff, now)
 			switch {
+			case tc.wantDeactivate && tc.wantReason != "":
+				if d.Deactivate == "" || d.DeactivateReason != tc.wantReason || d.At != nil {
+					t.Errorf("decision %+v, want a deactivation for %s", d, tc.wantReason)
+				}
 			case tc.wantDeactivate:
 				if d.Deactivate == "" || !strings.Contains(d.Deactivate, "backoffLimitCount") {
 					t.Errorf("decision %+v, want a deactivation naming the limit", d)

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -90,6 +91,7 @@ func Requeue(d RequeueDecision) Change {
 		if ev := FindCondition(wl, berthv1alpha1.WorkloadEvicted); ev != nil {
 			reason, why = ev.Reason, ev.Message
 		}
+		accumulateExecutionTime(wl)
 		wl.Status.Admission = nil
 		msg := fmt.Sprintf("Requeued after eviction (%s): %s", reason, why)
 		// The next reservation is checked afresh.
@@ -100,7 +102,7 @@ func Requeue(d RequeueDecision) Change {
 		if d.Deactivate != "" {
 			SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, d.Deactivate)
 			SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, d.Deactivate)
-			SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionFalse, berthv1alpha1.ReasonRequeuingLimitExceeded, d.Deactivate)
+			SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionFalse, cmp.Or(d.DeactivateReason, berthv1alpha1.ReasonRequeuingLimitExceeded), d.Deactivate)
 			if FindCondition(wl, berthv1alpha1.WorkloadPodsReady) != nil {
 				SetCondition(wl, berthv1alpha1.WorkloadPodsReady, metav1.ConditionFalse, berthv1alpha1.ReasonInadmissible, d.Deactivate)
 			}
@@ -131,7 +133,8 @@ func Requeue(d RequeueDecision) Change {
 func Reactivate() Change {
 	return func(wl *berthv1alpha1.Workload) bool {
 		wl.Status.RequeueState = nil
-		msg := "Reactivated: spec.active was set to true again, and its requeue count starts over"
+		wl.Status.AccumulatedPastExecutionTimeSeconds = nil
+		msg := "Reactivated: spec.active was set to true again, and its requeue count and execution time start over"
 		SetCondition(wl, berthv1alpha1.WorkloadRequeued, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
 		SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, msg)
 		return true

@@ -38,6 +38,12 @@ func (w *WorkloadWrapper) Priority(p int32) *WorkloadWrapper {
 	return w
 }
 
+// MaxExecTime sets spec.maximumExecutionTimeSeconds.
+func (w *WorkloadWrapper) MaxExecTime(seconds int32) *WorkloadWrapper {
+	w.Spec.MaximumExecutionTimeSeconds = &seconds
+	return w
+}
+
 // Created sets the creation time to BaseTime plus d.
 func (w *WorkloadWrapper) Created(d time.Duration) *WorkloadWrapper {
 	w.CreationTimestamp = metav1.NewTime(BaseTime.Add(d))
