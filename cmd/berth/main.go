@@ -208,5 +208,11 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllerm
 		Limit: rs.BackoffLimitCount,
 	}
 	opts.Controllers.Backoff, opts.Jobs.Backoff = backoff, backoff
+	if d := cfg.ObjectRetentionPolicies.Workloads.AfterFinished; d != nil {
+		opts.Controllers.Retention.AfterFinished = &d.Duration
+	}
+	if d := cfg.ObjectRetentionPolicies.Workloads.AfterDeactivatedByBerth; d != nil {
+		opts.Controllers.Retention.AfterDeactivated = &d.Duration
+	}
 	return opts
 }

@@ -72,3 +72,17 @@ func TestControllerOptionsCarryWaitForPodsReady(t *testing.T) {
 		t.Errorf("with waitForPodsReady off the controllers still get %+v", opts.Controllers)
 	}
 }
+
+func TestControllerOptionsCarryTheRetention(t *testing.T) {
+	cfg := &configv1alpha1.Configuration{}
+	config.SetDefaults(cfg)
+	if r := controllerOptions(cfg, controllermanager.Deviations{}).Controllers.Retention; r.AfterFinished != nil || r.AfterDeactivated != nil {
+		t.Errorf("by default the controllers get retention %+v, want Workloads kept", r)
+	}
+	cfg.ObjectRetentionPolicies.Workloads.AfterFinished = &metav1.Duration{}
+	cfg.ObjectRetentionPolicies.Workloads.AfterDeactivatedByBerth = &metav1.Duration{Duration: time.Hour}
+	r := controllerOptions(cfg, controllermanager.Deviations{}).Controllers.Retention
+	if r.AfterFinished == nil || *r.AfterFinished != 0 || r.AfterDeactivated == nil || *r.AfterDeactivated != time.Hour {
+		t.Errorf("the controllers get retention %+v, want 0s after finished and 1h after deactivated", r)
+	}
+}

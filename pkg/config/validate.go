@@ -44,6 +44,18 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 		errs = append(errs, validatePodNamespaceSelector(po.NamespaceSelector, field.NewPath("integrations", "podOptions", "namespaceSelector"))...)
 	}
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
+	retention := field.NewPath("objectRetentionPolicies", "workloads")
+	for _, f := range []struct {
+		name string
+		d    *metav1.Duration
+	}{
+		{"afterFinished", cfg.ObjectRetentionPolicies.Workloads.AfterFinished},
+		{"afterDeactivatedByBerth", cfg.ObjectRetentionPolicies.Workloads.AfterDeactivatedByBerth},
+	} {
+		if f.d != nil && f.d.Duration < 0 {
+			errs = append(errs, field.Invalid(retention.Child(f.name), f.d.Duration.String(), "must not be negative"))
+		}
+	}
 	if d := cfg.Preemption.Delay; d != nil && d.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("preemption", "delay"), d.Duration.String(), "must not be negative"))
 	}

@@ -222,6 +222,16 @@ func TestValidate(t *testing.T) {
 				"FieldValueNotSupported waitForPodsReady.requeuingStrategy.timestamp",
 			},
 		},
+		"negative retention": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.ObjectRetentionPolicies.Workloads.AfterFinished = &metav1.Duration{Duration: -time.Second}
+				cfg.ObjectRetentionPolicies.Workloads.AfterDeactivatedByBerth = &metav1.Duration{Duration: -time.Minute}
+			},
+			wantFields: []string{
+				"FieldValueInvalid objectRetentionPolicies.workloads.afterFinished",
+				"FieldValueInvalid objectRetentionPolicies.workloads.afterDeactivatedByBerth",
+			},
+		},
 		"zero recovery timeout": {
 			change: func(cfg *configv1alpha1.Configuration) {
 				cfg.WaitForPodsReady.Enable = true

@@ -24,6 +24,8 @@ type Options struct {
 	// running workload whose pods, once all ready, are not all ready again
 	// this long after one stopped being ready.
 	RecoveryTimeout time.Duration
+	// Retention is how long Workloads that are done are kept.
+	Retention Retention
 	// WorkloadConcurrency is how many Workloads are reconciled at once.
 	WorkloadConcurrency int
 	// Backoff is how long a workload evicted because its pods were not
@@ -69,7 +71,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&WorkloadReconciler{
 			client: cl, writer: e.Writer, cache: e.Cache, queues: e.Queues, pending: e.Pending, recorder: e.Recorder,
-			podsReadyTimeout: opts.PodsReadyTimeout, recoveryTimeout: opts.RecoveryTimeout, backoff: opts.Backoff, integrated: integratedOr(opts.Integrated),
+			podsReadyTimeout: opts.PodsReadyTimeout, recoveryTimeout: opts.RecoveryTimeout, backoff: opts.Backoff, retention: opts.Retention, integrated: integratedOr(opts.Integrated),
 			concurrency: opts.WorkloadConcurrency, status: n,
 		},
 		&ClusterQueueReconciler{

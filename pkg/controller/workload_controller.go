@@ -50,6 +50,7 @@ type WorkloadReconciler struct {
 	podsReadyTimeout time.Duration
 	recoveryTimeout  time.Duration
 	backoff          workload.Backoff
+	retention        Retention
 	// integrated reports whether a job integration runs the workloads of
 	// an owner of this kind: it stops their pods and requeues them.
 	integrated  func(metav1.OwnerReference) bool
@@ -108,7 +109,7 @@ func (r *WorkloadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	switch {
 	case workload.IsFinished(wl):
 		r.forget(workload.Key(wl))
-		return ctrl.Result{}, nil
+		return r.expireFinished(ctx, wl)
 	case !wl.DeletionTimestamp.IsZero():
 		return r.forgetOnceStopped(ctx, req.NamespacedName)
 	case orphaned(wl):
@@ -246,7 +247,10 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 	}
 	if done, err := r.holdInactive(ctx, wl); done || err != nil {
 		r.queues.DeleteWorkload(key)
-		return ctrl.Result{}, err
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.expireDeactivated(ctx, wl, workload.DeactivatedByBerth(wl))
 	}
 	if at, waiting := workload.WaitingForBackoff(wl, time.Now()); waiting {
 		r.queues.DeleteWorkload(key)
@@ -456,10 +460,7 @@ const podsGonePoll = 2 * time.Second
 // condition; once a person sets spec.active to true again, it starts its
 // backoff and its execution time over.
 func (r *WorkloadReconciler) holdInactive(ctx context.Context, wl *berthv1alpha1.Workload) (bool, error) {
-	limit := workload.FindCondition(wl, berthv1alpha1.WorkloadRequeued)
-	if limit != nil && limit.Reason != berthv1alpha1.ReasonRequeuingLimitExceeded && limit.Reason != berthv1alpha1.ReasonMaximumExecutionTimeExceeded {
-		limit = nil
-	}
+	limit := workload.DeactivatedByBerth(wl)
 	switch {
 	case limit != nil && workload.IsActive(wl):
 		_, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Reactivate())

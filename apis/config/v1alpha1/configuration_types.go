@@ -58,6 +58,10 @@ type Configuration struct {
 	// Preemption tunes how admission makes room by evicting.
 	Preemption Preemption `json:"preemption,omitempty"`
 
+	// ObjectRetentionPolicies delete the objects that are done, so that a
+	// busy cluster does not keep every Workload it ever ran.
+	ObjectRetentionPolicies ObjectRetentionPolicies `json:"objectRetentionPolicies,omitempty"`
+
 	// FairSharing evens out what the queues of a cohort borrow, by the
 	// weights of ClusterQueues and Cohorts.
 	FairSharing *FairSharing `json:"fairSharing,omitempty"`
@@ -66,6 +70,30 @@ type Configuration struct {
 	// ClusterQueues whose admissionScope asks for it: their pending
 	// workloads go by their LocalQueue's recent usage, lowest first.
 	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
+}
+
+// ObjectRetentionPolicies say how long objects that are done are kept.
+type ObjectRetentionPolicies struct {
+	// Workloads is how long finished and deactivated Workloads are kept.
+	Workloads WorkloadRetentionPolicy `json:"workloads,omitempty"`
+}
+
+// WorkloadRetentionPolicy is how long Workloads that are done are kept.
+// Unset keeps them until their job is deleted.
+type WorkloadRetentionPolicy struct {
+	// AfterFinished deletes a finished Workload this long after its
+	// Finished condition turned True; its job is left as it is (a finished
+	// job gets no new Workload). 0s deletes it at once. Unset: kept.
+	AfterFinished *metav1.Duration `json:"afterFinished,omitempty"`
+
+	// AfterDeactivatedByBerth deletes a Workload that Berth deactivated
+	// (requeued more often than waitForPodsReady's backoffLimitCount
+	// allows, past its maximum execution time, or rejected by an admission
+	// check) this long after it was, together with its job: the job's
+	// controller owner, deleted in the background, which takes its pods
+	// and whatever else it owns. A Workload a person deactivated is kept.
+	// Unset: kept.
+	AfterDeactivatedByBerth *metav1.Duration `json:"afterDeactivatedByBerth,omitempty"`
 }
 
 // AdmissionFairSharing is how the recent usage of LocalQueues is counted.

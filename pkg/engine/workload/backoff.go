@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -95,12 +96,28 @@ func checkRequeue(wl *berthv1alpha1.Workload, now time.Time) RequeueDecision {
 	case c == nil:
 		return RequeueDecision{}
 	case c.State == berthv1alpha1.CheckStateRejected:
-		return RequeueDecision{Deactivate: CheckFailureMessage(c) + ". " + resumeHint(wl)}
+		return RequeueDecision{Deactivate: CheckFailureMessage(c) + ". " + resumeHint(wl), DeactivateReason: berthv1alpha1.ReasonAdmissionCheck}
 	case c.RequeueAfterSeconds != nil && *c.RequeueAfterSeconds > 0:
 		at := now.Add(time.Duration(*c.RequeueAfterSeconds) * time.Second).Truncate(time.Second)
 		return RequeueDecision{At: &at}
 	}
 	return RequeueDecision{}
+}
+
+// DeactivatedByBerth is the condition that says why Berth deactivated wl,
+// nil if it did not: Requeued=False with the reason of a deactivating
+// requeue (the backoff's limit, the maximum execution time, a rejecting
+// admission check). A workload a person deactivated has none.
+func DeactivatedByBerth(wl *berthv1alpha1.Workload) *metav1.Condition {
+	c := FindCondition(wl, berthv1alpha1.WorkloadRequeued)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	switch c.Reason {
+	case berthv1alpha1.ReasonRequeuingLimitExceeded, berthv1alpha1.ReasonMaximumExecutionTimeExceeded, berthv1alpha1.ReasonAdmissionCheck:
+		return c
+	}
+	return nil
 }
 
 // WaitingForBackoff reports until when wl waits before it is queued again,

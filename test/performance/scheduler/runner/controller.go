@@ -53,18 +53,16 @@ type controllerProcess struct {
 	logPath string
 }
 
-// startController starts binary against kubeconfig, with its files in dir,
-// and waits until it is ready.
-func startController(ctx context.Context, binary, kubeconfig, dir string, preemptionDelay *time.Duration) (*controllerProcess, error) {
+// startController starts binary against kubeconfig, with its files in dir
+// and extra appended to its configuration, and waits until it is ready.
+func startController(ctx context.Context, binary, kubeconfig, dir, extra string) (*controllerProcess, error) {
 	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "controller_config.yaml")
 	cfg := fmt.Sprintf(controllerConfig, ports[0], ports[1], ports[3], ports[2], filepath.Join(dir, "certs"))
-	if preemptionDelay != nil {
-		cfg += fmt.Sprintf("preemption:\n  delay: %s\n", *preemptionDelay)
-	}
+	cfg += extra
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}

@@ -57,6 +57,22 @@ type Options struct {
 	// PreemptionDelay, when set, is the controller's preemption.delay
 	// instead of its default, e.g. 0s to evict at once as Kueue does.
 	PreemptionDelay *time.Duration
+	// RetainFinished, when set, is the controller's
+	// objectRetentionPolicies.workloads.afterFinished: finished Workloads
+	// are deleted that long after they finish.
+	RetainFinished *time.Duration
+}
+
+// controllerSettings is what opts add to the controller's configuration.
+func controllerSettings(opts Options) string {
+	var extra string
+	if d := opts.PreemptionDelay; d != nil {
+		extra += fmt.Sprintf("preemption:\n  delay: %s\n", *d)
+	}
+	if d := opts.RetainFinished; d != nil {
+		extra += fmt.Sprintf("objectRetentionPolicies:\n  workloads:\n    afterFinished: %s\n", *d)
+	}
+	return extra
 }
 
 // Run runs the scenario end to end and returns its summary: it starts an
@@ -148,7 +164,7 @@ func setUp(ctx context.Context, c client.Client, s *scenario.Scenario, opts Opti
 	if err := createQueues(ctx, c, s, opts.Creators); err != nil {
 		return nil, err
 	}
-	berth, err := startController(ctx, opts.Berth, kubeconfig, opts.OutDir, opts.PreemptionDelay)
+	berth, err := startController(ctx, opts.Berth, kubeconfig, opts.OutDir, controllerSettings(opts))
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,12 @@ func run(args []string) error {
 		preemptionDelay = &d
 		return err
 	})
+	var retainFinished *time.Duration
+	fs.Func("retain-finished", "The controller's objectRetentionPolicies.workloads.afterFinished: finished Workloads are deleted this long after they finish; unset keeps them.", func(v string) error {
+		d, err := time.ParseDuration(v)
+		retainFinished = &d
+		return err
+	})
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -81,7 +87,7 @@ func run(args []string) error {
 	sum, runErr := runner.Run(ctx, runner.Options{
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
 		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Finishers: *finishers, Timeout: *timeout,
-		Profile: *profile, RestartEvery: *restartEvery, PreemptionDelay: preemptionDelay,
+		Profile: *profile, RestartEvery: *restartEvery, PreemptionDelay: preemptionDelay, RetainFinished: retainFinished,
 	})
 	if sum == nil {
 		return runErr
