@@ -42,6 +42,10 @@ type ClusterQueueReconciler struct {
 	mu sync.Mutex
 	// fairSharing reports each queue's share in its status.
 	fairSharing bool
+	// features say which fields have effect; warnings tell of those that
+	// have none.
+	features Features
+	warnings *unusedWarnings
 
 	// synced is the generation of each queue the engine has, so that
 	// status-only events do not wake the queue's set-aside workloads.
@@ -87,7 +91,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	oldConditions := slices.Clone(cq.Status.Conditions)
 	if setClusterQueueStatus(cq, st) {
-		if sameActive(oldConditions, cq.Status.Conditions) {
+		if sameConditions(oldConditions, cq.Status.Conditions) {
 			if wait := r.pacer.wait(cq.Name); wait > 0 {
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
@@ -128,6 +132,7 @@ func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
 	r.mu.Lock()
 	delete(r.synced, name)
 	r.pacer.forget(name)
+	r.warnings.forget("", name)
 	r.mu.Unlock()
 	r.cache.DeleteClusterQueue(berthv1alpha1.ClusterQueueReference(name))
 	metrics.ClusterQueueDeleted(name)
@@ -139,7 +144,8 @@ func (r *ClusterQueueReconciler) forget(ctx context.Context, name string) {
 
 // state gathers what the status is computed from.
 func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.ClusterQueue, terminating bool) (queueState, error) {
-	st := queueState{terminating: terminating, cohortCycle: r.cache.CohortCycle(berthv1alpha1.ClusterQueueReference(cq.Name))}
+	st := queueState{terminating: terminating, cohortCycle: r.cache.CohortCycle(berthv1alpha1.ClusterQueueReference(cq.Name)), unused: r.features.unusedInClusterQueue(cq)}
+	r.warnings.tell(cq, st.unused)
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
 			err := r.client.Get(ctx, types.NamespacedName{Name: string(f.Name)}, &berthv1alpha1.ResourceFlavor{})

@@ -21,6 +21,8 @@ type CohortReconciler struct {
 	cache    *cache.Cache
 	queues   *queue.Manager
 	notifier *StatusNotifier
+	features Features
+	warnings *unusedWarnings
 }
 
 // SetupWithManager registers the reconciler with mgr.
@@ -34,8 +36,10 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	set := func(cohort *berthv1alpha1.Cohort) {
 		r.cache.AddOrUpdateCohort(cohort)
 		r.queues.AddOrUpdateCohort(cohort)
+		r.warnings.tell(cohort, r.features.unusedInCohort(cohort))
 	}
 	gone := func() {
+		r.warnings.forget("", req.Name)
 		r.cache.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
 		r.queues.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
 	}

@@ -35,6 +35,10 @@ type LocalQueueReconciler struct {
 	// seen is the generation of each LocalQueue last handled, so that only
 	// spec changes requeue its workloads.
 	seen map[types.NamespacedName]int64
+	// features say which fields have effect; warnings tell of those that
+	// have none.
+	features Features
+	warnings *unusedWarnings
 }
 
 // SetupWithManager registers the reconciler with mgr. Besides the
@@ -64,6 +68,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if gen == 0 {
 		delete(r.seen, req.NamespacedName)
 		r.pacer.forget(req.String())
+		r.warnings.forget(req.Namespace, req.Name)
 	}
 	r.mu.Unlock()
 	if changed {
@@ -81,9 +86,12 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	unused := r.features.unusedInLocalQueue(lq)
+	r.warnings.tell(lq, unused)
 	conds := slices.Clone(lq.Status.Conditions)
 	setActiveCondition(&conds, lq.Generation, active)
-	activeChanged := !sameActive(lq.Status.Conditions, conds)
+	setUnusedCondition(&conds, lq.Generation, unused)
+	activeChanged := !sameConditions(lq.Status.Conditions, conds)
 	if !activeChanged {
 		// Only the counts can have changed, and they wait for the queue's
 		// turn to write: counting its workloads on every workload event
@@ -93,7 +101,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	orig := lq.DeepCopy()
-	if err := r.setStatus(lq, active); err != nil || equality.Semantic.DeepEqual(orig.Status, lq.Status) {
+	if err := r.setStatus(lq, active, unused); err != nil || equality.Semantic.DeepEqual(orig.Status, lq.Status) {
 		return ctrl.Result{}, err
 	}
 	if activeChanged {
@@ -104,7 +112,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, writeQueueStatus(ctx, r.client, lq, lq.Status)
 }
 
-func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active metav1.Condition) error {
+func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active metav1.Condition, unused []string) error {
 	var pending, reserving, admitted int32
 	var admissions []*berthv1alpha1.Admission
 	err := r.workloads(lq.Namespace, lq.Name, func(wl *berthv1alpha1.Workload) {
@@ -127,6 +135,7 @@ func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active me
 	lq.Status.FlavorsUsage = localQueueUsage(admissions)
 	lq.Status.FairSharing = r.queues.LocalQueueFairSharing(lq.Namespace + "/" + lq.Name)
 	setActiveCondition(&lq.Status.Conditions, lq.Generation, active)
+	setUnusedCondition(&lq.Status.Conditions, lq.Generation, unused)
 	return nil
 }
 

@@ -41,6 +41,8 @@ type queueState struct {
 	usage, borrowed resources.Usage
 	// share is the queue's weighted share, while fair sharing is on.
 	share *int64
+	// unused are the fields of the queue's spec that have no effect.
+	unused []string
 }
 
 // setClusterQueueStatus computes a ClusterQueue's status from its state.
@@ -59,6 +61,7 @@ func setClusterQueueStatus(cq *berthv1alpha1.ClusterQueue, st queueState) bool {
 		cq.Status.FairSharing = &berthv1alpha1.FairSharingStatus{WeightedShare: *st.share}
 	}
 	setActiveCondition(&cq.Status.Conditions, cq.Generation, clusterQueueActive(cq, st))
+	setUnusedCondition(&cq.Status.Conditions, cq.Generation, st.unused)
 	return !equality.Semantic.DeepEqual(old, &cq.Status)
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -147,7 +148,11 @@ func TestStatusPacer(t *testing.T) {
 	}
 	ready := []metav1.Condition{{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionTrue, Reason: berthv1alpha1.ReasonReady}}
 	stopped := []metav1.Condition{{Type: berthv1alpha1.ConditionActive, Status: metav1.ConditionFalse, Reason: berthv1alpha1.ReasonStopped}}
-	if !sameActive(ready, ready) || sameActive(ready, stopped) || sameActive(nil, ready) {
-		t.Error("sameActive does not tell an Active change apart")
+	if !sameConditions(ready, ready) || sameConditions(ready, stopped) || sameConditions(nil, ready) {
+		t.Error("sameConditions does not tell an Active change apart")
+	}
+	unused := append(slices.Clone(ready), metav1.Condition{Type: berthv1alpha1.ConditionUnusedSettings, Status: metav1.ConditionTrue, Reason: berthv1alpha1.ReasonFeatureDisabled})
+	if sameConditions(ready, unused) {
+		t.Error("sameConditions does not tell an UnusedSettings change apart")
 	}
 }

@@ -37,6 +37,10 @@ type Options struct {
 	// FairSharing reports each ClusterQueue's weighted share in its
 	// status.
 	FairSharing bool
+	// AdmissionFairSharing is set when the configuration has admission
+	// fair sharing: ClusterQueues' admissionScope and LocalQueues'
+	// fairSharing take effect.
+	AdmissionFairSharing bool
 	// UsageSamplingInterval, when positive, is how often the LocalQueues'
 	// usage is sampled for admission fair sharing.
 	UsageSamplingInterval time.Duration
@@ -68,6 +72,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 	n := NewStatusNotifier()
 	// The queues' status writes share one budget.
 	budget := newStatusBudget()
+	features := Features{FairSharing: opts.FairSharing, AdmissionFairSharing: opts.AdmissionFairSharing}
+	warnings := newUnusedWarnings(e.Recorder)
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&WorkloadReconciler{
 			client: cl, writer: e.Writer, cache: e.Cache, queues: e.Queues, pending: e.Pending, recorder: e.Recorder,
@@ -76,15 +82,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 		},
 		&ClusterQueueReconciler{
 			client: cl, workloads: queueWorkloads.Each, cache: e.Cache, queues: e.Queues, notifier: n,
-			pacer: newStatusPacer(budget), synced: map[string]int64{}, fairSharing: opts.FairSharing,
+			pacer: newStatusPacer(budget), synced: map[string]int64{}, fairSharing: opts.FairSharing, features: features, warnings: warnings,
 		},
 		&LocalQueueReconciler{
 			client: cl, workloads: queueWorkloads.Each, queues: e.Queues, notifier: n,
-			pacer: newStatusPacer(budget), seen: map[types.NamespacedName]int64{},
+			pacer: newStatusPacer(budget), seen: map[types.NamespacedName]int64{}, features: features, warnings: warnings,
 		},
 		&ResourceFlavorReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
 		&AdmissionCheckReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
-		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n},
+		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n, features: features, warnings: warnings},
 		&WorkloadPriorityClassReconciler{client: cl, notifier: n},
 		&NamespaceReconciler{client: cl, workloads: queueWorkloads.Each, notifier: n},
 	}

@@ -96,12 +96,20 @@ func (p *statusPacer) forget(key string) {
 	delete(p.booked, key)
 }
 
-// sameActive reports whether two condition lists agree on Active: a change
-// of it is written at once, not paced.
-func sameActive(a, b []metav1.Condition) bool {
-	ca, cb := meta.FindStatusCondition(a, berthv1alpha1.ConditionActive), meta.FindStatusCondition(b, berthv1alpha1.ConditionActive)
-	if ca == nil || cb == nil {
-		return ca == cb
+// sameConditions reports whether two condition lists agree on Active and
+// UnusedSettings: a change of either is written at once, not paced.
+func sameConditions(a, b []metav1.Condition) bool {
+	for _, typ := range []string{berthv1alpha1.ConditionActive, berthv1alpha1.ConditionUnusedSettings} {
+		ca, cb := meta.FindStatusCondition(a, typ), meta.FindStatusCondition(b, typ)
+		if ca == nil || cb == nil {
+			if ca != cb {
+				return false
+			}
+			continue
+		}
+		if ca.Status != cb.Status || ca.Reason != cb.Reason || ca.Message != cb.Message || ca.ObservedGeneration != cb.ObservedGeneration {
+			return false
+		}
 	}
-	return ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message && ca.ObservedGeneration == cb.ObservedGeneration
+	return true
 }

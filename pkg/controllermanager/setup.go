@@ -120,6 +120,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	ctrlOpts.FairSharing = opts.FairSharing
 	if opts.AdmissionFairSharing != nil {
 		ctrlOpts.UsageSamplingInterval = opts.AdmissionFairSharing.Interval
+		ctrlOpts.AdmissionFairSharing = true
 	}
 	if err := controller.Setup(ctx, mgr, engine, ctrlOpts); err != nil {
 		return err

@@ -76,6 +76,15 @@ var (
 const (
 	// ConditionActive is True when the queue can admit workloads.
 	ConditionActive = "Active"
+	// ConditionUnusedSettings is True, with reason FeatureDisabled, when
+	// a field of the queue's spec has no effect because the controller
+	// configuration turns its feature off; the message names the field
+	// and the setting that turns it on. Absent when every field counts.
+	ConditionUnusedSettings = "UnusedSettings"
+	// ReasonFeatureDisabled is the reason of UnusedSettings, and of the
+	// Warning event on a Cohort, ClusterQueue or LocalQueue whose spec
+	// names a feature the controller configuration has off.
+	ReasonFeatureDisabled = "FeatureDisabled"
 )
 
 // Reasons of the Active condition.

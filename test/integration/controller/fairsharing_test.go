@@ -7,7 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -46,9 +49,64 @@ func TestFairSharingReportsWeightedShares(t *testing.T) {
 			if cq.Status.FairSharing == nil || cq.Status.FairSharing.WeightedShare != want {
 				return fmt.Errorf("status.fairSharing %+v, want a weighted share of %d", cq.Status.FairSharing, want)
 			}
+			if c := meta.FindStatusCondition(cq.Status.Conditions, berthv1alpha1.ConditionUnusedSettings); c != nil {
+				return fmt.Errorf("with fair sharing on, %s says %q", c.Type, c.Message)
+			}
 			return nil
 		})
 	}
+}
+
+// TestSettingsOfDisabledFeaturesAreNamed: with fair sharing and admission
+// fair sharing off (the default manager), a Cohort's and a ClusterQueue's
+// spec.fairSharing, a ClusterQueue's admissionScope and a LocalQueue's
+// spec.fairSharing have no effect: each says so in a Warning event naming
+// the field and the setting that turns it on, and the queues in their
+// UnusedSettings condition too, which goes once the fields do.
+func TestSettingsOfDisabledFeaturesAreNamed(t *testing.T) {
+	flavor, cohortName := unique("flavor"), unique("cohort")
+	cohort := &berthv1alpha1.Cohort{ObjectMeta: metav1.ObjectMeta{Name: cohortName}}
+	cohort.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: ptr.To(resource.MustParse("2"))}
+	cq := utiltesting.MakeClusterQueue(unique("cq")).Cohort(cohortName).Weight("3").AdmissionFairSharing().
+		ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).Resource("cpu", "4").Obj()).Obj()
+	ns := namespace(t, nil)
+	lq := utiltesting.MakeLocalQueue("main", ns, cq.Name)
+	lq.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: ptr.To(resource.MustParse("2"))}
+	mustCreate(t, utiltesting.MakeResourceFlavor(flavor), cohort, cq, lq)
+
+	waitForClusterQueue(t, cq.Name, func(cq *berthv1alpha1.ClusterQueue) error {
+		c := meta.FindStatusCondition(cq.Status.Conditions, berthv1alpha1.ConditionUnusedSettings)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != berthv1alpha1.ReasonFeatureDisabled ||
+			!contains(c.Message, "spec.fairSharing has no effect: fair sharing is off in the controller configuration (set fairSharing.enable: true") ||
+			!contains(c.Message, "spec.admissionScope has no effect: admission fair sharing is off") {
+			return fmt.Errorf("UnusedSettings = %+v, want both fields named", c)
+		}
+		return nil
+	})
+	waitForLocalQueue(t, ns, "main", func(lq *berthv1alpha1.LocalQueue) error {
+		if c := meta.FindStatusCondition(lq.Status.Conditions, berthv1alpha1.ConditionUnusedSettings); c == nil || !contains(c.Message, "add an admissionFairSharing section") {
+			return fmt.Errorf("UnusedSettings = %+v, want spec.fairSharing named", c)
+		}
+		return nil
+	})
+	waitForEvent(t, "", cohortName, berthv1alpha1.ReasonFeatureDisabled, "spec.fairSharing has no effect: fair sharing is off")
+	waitForEvent(t, "", cq.Name, berthv1alpha1.ReasonFeatureDisabled, "spec.admissionScope has no effect")
+	waitForEvent(t, ns, "main", berthv1alpha1.ReasonFeatureDisabled, "spec.fairSharing has no effect: admission fair sharing is off")
+
+	cur := &berthv1alpha1.ClusterQueue{}
+	if err := server.Client.Get(ctxFor(t), client.ObjectKeyFromObject(cq), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.FairSharing, cur.Spec.AdmissionScope = nil, nil
+	if err := server.Client.Update(ctxFor(t), cur); err != nil {
+		t.Fatal(err)
+	}
+	waitForClusterQueue(t, cq.Name, func(cq *berthv1alpha1.ClusterQueue) error {
+		if c := meta.FindStatusCondition(cq.Status.Conditions, berthv1alpha1.ConditionUnusedSettings); c != nil {
+			return fmt.Errorf("UnusedSettings = %+v after the fields went, want none", c)
+		}
+		return nil
+	})
 }
 
 // TestAdmissionFairSharingServesTheLighterLocalQueue runs a manager with
