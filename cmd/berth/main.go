@@ -208,6 +208,10 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllerm
 		Limit: rs.BackoffLimitCount,
 	}
 	opts.Controllers.Backoff, opts.Jobs.Backoff = backoff, backoff
+	if nf := cfg.NodeFailures; ptr.Deref(nf.Enable, true) && nf.GracePeriod != nil {
+		// A grace period of 0 evicts as soon as a failure is seen.
+		opts.Controllers.NodeFailureGrace = max(nf.GracePeriod.Duration, time.Nanosecond)
+	}
 	if d := cfg.ObjectRetentionPolicies.Workloads.AfterFinished; d != nil {
 		opts.Controllers.Retention.AfterFinished = &d.Duration
 	}

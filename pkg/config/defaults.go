@@ -67,6 +67,10 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 		setDuration(&afs.UsageSamplingInterval, configv1alpha1.DefaultUsageSamplingInterval)
 	}
 	setDuration(&cfg.Preemption.Delay, configv1alpha1.DefaultPreemptionDelay)
+	if cfg.NodeFailures.Enable == nil {
+		cfg.NodeFailures.Enable = ptr.To(true)
+	}
+	setDuration(&cfg.NodeFailures.GracePeriod, configv1alpha1.DefaultNodeFailureGracePeriod)
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
 	if cfg.WaitForPodsReady.BlockAdmission == nil {
 		cfg.WaitForPodsReady.BlockAdmission = ptr.To(false)

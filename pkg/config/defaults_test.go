@@ -49,7 +49,8 @@ func defaulted() *configv1alpha1.Configuration {
 				BackoffBaseSeconds: ptr.To[int32](60), BackoffMaxSeconds: ptr.To[int32](3600),
 			},
 		},
-		Preemption: configv1alpha1.Preemption{Delay: &metav1.Duration{Duration: 5 * time.Second}},
+		Preemption:   configv1alpha1.Preemption{Delay: &metav1.Duration{Duration: 5 * time.Second}},
+		NodeFailures: configv1alpha1.NodeFailures{Enable: ptr.To(true), GracePeriod: &metav1.Duration{Duration: time.Minute}},
 	}
 }
 

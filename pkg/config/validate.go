@@ -44,6 +44,9 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 		errs = append(errs, validatePodNamespaceSelector(po.NamespaceSelector, field.NewPath("integrations", "podOptions", "namespaceSelector"))...)
 	}
 	errs = append(errs, validateWaitForPodsReady(&cfg.WaitForPodsReady, field.NewPath("waitForPodsReady"))...)
+	if d := cfg.NodeFailures.GracePeriod; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("nodeFailures", "gracePeriod"), d.Duration.String(), "must not be negative"))
+	}
 	retention := field.NewPath("objectRetentionPolicies", "workloads")
 	for _, f := range []struct {
 		name string

@@ -226,8 +226,10 @@ func TestValidate(t *testing.T) {
 			change: func(cfg *configv1alpha1.Configuration) {
 				cfg.ObjectRetentionPolicies.Workloads.AfterFinished = &metav1.Duration{Duration: -time.Second}
 				cfg.ObjectRetentionPolicies.Workloads.AfterDeactivatedByBerth = &metav1.Duration{Duration: -time.Minute}
+				cfg.NodeFailures.GracePeriod = &metav1.Duration{Duration: -time.Second}
 			},
 			wantFields: []string{
+				"FieldValueInvalid nodeFailures.gracePeriod",
 				"FieldValueInvalid objectRetentionPolicies.workloads.afterFinished",
 				"FieldValueInvalid objectRetentionPolicies.workloads.afterDeactivatedByBerth",
 			},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,8 @@ const (
 	WorkloadPriorityClassKey = "spec.priorityClassName"
 	// LocalQueueClusterQueueKey indexes LocalQueues by spec.clusterQueue.
 	LocalQueueClusterQueueKey = "spec.clusterQueue"
+	// PodNodeKey indexes the pods Berth runs by spec.nodeName.
+	PodNodeKey = "spec.nodeName"
 )
 
 // SetupIndexes registers the field indexes.
@@ -42,6 +45,9 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 		{&berthv1alpha1.LocalQueue{}, LocalQueueClusterQueueKey, func(o client.Object) []string {
 			return nonEmpty(string(o.(*berthv1alpha1.LocalQueue).Spec.ClusterQueue))
+		}},
+		{&corev1.Pod{}, PodNodeKey, func(o client.Object) []string {
+			return nonEmpty(o.(*corev1.Pod).Spec.NodeName)
 		}},
 	}
 	for _, ix := range indexes {

@@ -24,6 +24,9 @@ type Options struct {
 	// running workload whose pods, once all ready, are not all ready again
 	// this long after one stopped being ready.
 	RecoveryTimeout time.Duration
+	// NodeFailureGrace, when positive, evicts the admitted workloads that
+	// ran pods on a node failed for this long; 0 leaves them.
+	NodeFailureGrace time.Duration
 	// Retention is how long Workloads that are done are kept.
 	Retention Retention
 	// WorkloadConcurrency is how many Workloads are reconciled at once.
@@ -93,6 +96,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 		&CohortReconciler{client: cl, cache: e.Cache, queues: e.Queues, notifier: n, features: features, warnings: warnings},
 		&WorkloadPriorityClassReconciler{client: cl, notifier: n},
 		&NamespaceReconciler{client: cl, workloads: queueWorkloads.Each, notifier: n},
+	}
+	if opts.NodeFailureGrace > 0 {
+		reconcilers = append(reconcilers, &NodeFailureReconciler{
+			client: cl, writer: e.Writer, recorder: e.Recorder, grace: opts.NodeFailureGrace, failed: map[string]*nodeFailure{},
+		})
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -159,6 +159,10 @@ const (
 	// ReasonPodsReadyTimeout is the Evicted reason when the pods did not
 	// become ready in time, or did not recover in time.
 	ReasonPodsReadyTimeout = "PodsReadyTimeout"
+	// ReasonNodeFailures is the Evicted reason when a node that ran some of
+	// the workload's pods failed (not Ready, or deleted) for longer than
+	// the controller's nodeFailures.gracePeriod.
+	ReasonNodeFailures = "NodeFailures"
 	// ReasonMaximumExecutionTimeExceeded is the Evicted reason, and the
 	// Requeued=False reason of the deactivation that follows, when a
 	// workload ran longer than spec.maximumExecutionTimeSeconds.

@@ -58,6 +58,10 @@ type Configuration struct {
 	// Preemption tunes how admission makes room by evicting.
 	Preemption Preemption `json:"preemption,omitempty"`
 
+	// NodeFailures evicts admitted workloads whose pods ran on a node that
+	// failed, so that no gang runs in part.
+	NodeFailures NodeFailures `json:"nodeFailures,omitempty"`
+
 	// ObjectRetentionPolicies delete the objects that are done, so that a
 	// busy cluster does not keep every Workload it ever ran.
 	ObjectRetentionPolicies ObjectRetentionPolicies `json:"objectRetentionPolicies,omitempty"`
@@ -70,6 +74,24 @@ type Configuration struct {
 	// ClusterQueues whose admissionScope asks for it: their pending
 	// workloads go by their LocalQueue's recent usage, lowest first.
 	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
+}
+
+// NodeFailures says what happens to an admitted workload when a node that
+// runs some of its pods fails: its Ready condition is not True, or it is
+// deleted. After GracePeriod, unless the node is ready again, the whole
+// workload is evicted (reason NodeFailures, with an event naming the node)
+// and requeued: its job is stopped everywhere and admitted again as a
+// whole, rather than run on with some pods lost. Pods still bound to a
+// node that is not ready keep their quota until they are gone, because a
+// node that only lost contact may still run them.
+type NodeFailures struct {
+	// Enable turns it on. Default true.
+	Enable *bool `json:"enable,omitempty"`
+
+	// GracePeriod is how long a node may be failed before the workloads
+	// that run on it are evicted, so that a node that recovers at once
+	// costs nothing. Default 1m.
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
 }
 
 // ObjectRetentionPolicies say how long objects that are done are kept.

@@ -39,6 +39,7 @@ const (
 	DefaultMutatingWebhookConfigurationName   = "berth-mutating-webhook-configuration"
 	DefaultWaitForPodsReadyTimeout            = 5 * time.Minute
 	DefaultPreemptionDelay                    = 5 * time.Second
+	DefaultNodeFailureGracePeriod             = time.Minute
 	DefaultBackoffBaseSeconds                 = 60
 	DefaultBackoffMaxSeconds                  = 3600
 	DefaultUsageHalfLifeTime                  = 168 * time.Hour
