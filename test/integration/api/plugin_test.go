@@ -112,7 +112,7 @@ func TestPluginWithAUsersOwnRights(t *testing.T) {
 			t.Errorf("%s as alice: %v\n%s", verb, err, out)
 		}
 	}
-	for _, patch := range []string{`{"spec":{"queueName":"other"}}`, `{"spec":{"priority":1000}}`, `{"metadata":{"labels":{"berth.dev/job-uid":"x"}}}`} {
+	for _, patch := range []string{`{"spec":{"queueName":"other"}}`, `{"spec":{"priority":1000}}`, `{"spec":{"maximumExecutionTimeSeconds":99999}}`, `{"metadata":{"labels":{"berth.dev/job-uid":"x"}}}`} {
 		if _, stderr, err := server.Kubectl(ctx, "--as", "alice", "patch", "workload", "w0", "-n", ns, "--type=merge", "-p", patch); err == nil || !strings.Contains(stderr, "a job's owner may") {
 			t.Errorf("alice patching %s: %v %s, want a refusal", patch, err, stderr)
 		}
