@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -225,6 +226,10 @@ const EventOrphaned = "Orphaned"
 // how long a workload can wait should an event about it ever be missed.
 const pendingResync = 5 * time.Minute
 
+// missingClassRetry is how often a workload whose priority class does not
+// exist looks for it again.
+const missingClassRetry = 30 * time.Second
+
 // unknownQueueRetry is how soon a workload whose ClusterQueue exists but
 // has not reached the scheduler yet (its reconciler has not run) is tried
 // again.
@@ -260,7 +265,9 @@ func (r *WorkloadReconciler) reconcilePending(ctx context.Context, wl *berthv1al
 		return ctrl.Result{}, err
 	} else if msg != "" {
 		r.queues.DeleteWorkload(key)
-		return ctrl.Result{}, r.setInadmissible(ctx, wl, msg)
+		// A WorkloadPriorityClass's creation brings it back; a
+		// PriorityClass, which Berth does not watch, is looked for again.
+		return ctrl.Result{RequeueAfter: missingClassRetry}, r.setInadmissible(ctx, wl, msg)
 	}
 	cq, msg, err := clusterQueueFor(ctx, r.client, wl)
 	if err != nil {
@@ -294,6 +301,9 @@ func (r *WorkloadReconciler) setInadmissible(ctx context.Context, wl *berthv1alp
 // WorkloadPriorityClass. It reports whether it wrote (a new event follows)
 // or why the class cannot be resolved.
 func (r *WorkloadReconciler) resolvePriority(ctx context.Context, wl *berthv1alpha1.Workload) (bool, string, error) {
+	if ref := wl.Spec.PriorityClassRef; wl.Spec.PriorityClassName == "" && ref != nil && ref.Kind == berthv1alpha1.PriorityClassKind {
+		return r.resolvePodPriority(ctx, wl, ref.Name)
+	}
 	if wl.Spec.PriorityClassName == "" {
 		return false, "", nil
 	}
@@ -308,6 +318,23 @@ func (r *WorkloadReconciler) resolvePriority(ctx context.Context, wl *berthv1alp
 		return false, "", nil
 	}
 	return true, "", setPriority(ctx, r.client, wl, wpc.Value)
+}
+
+// resolvePodPriority sets spec.priority from the PriorityClass of the
+// workload's pods, once: a PriorityClass's value cannot change. It reports
+// whether it wrote, or why the class cannot be resolved.
+func (r *WorkloadReconciler) resolvePodPriority(ctx context.Context, wl *berthv1alpha1.Workload, class string) (bool, string, error) {
+	if wl.Spec.Priority != nil {
+		return false, "", nil
+	}
+	pc := &schedulingv1.PriorityClass{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: class}, pc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Sprintf("PriorityClass %s, which its pods name, does not exist", class), nil
+		}
+		return false, "", err
+	}
+	return true, "", setPriority(ctx, r.client, wl, pc.Value)
 }
 
 func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {

@@ -242,7 +242,7 @@ func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) erro
 			"Berth cannot queue the job: %s", errs.ToAggregate().Error())
 		return nil
 	}
-	priority, err := r.priorityOf(ctx, PriorityClassName(obj))
+	priority, err := priorityOfJob(ctx, r.client, obj, podSets)
 	if err != nil {
 		return err
 	}
@@ -278,19 +278,6 @@ func (r *JobReconciler) deleteWorkload(ctx context.Context, wl *berthv1alpha1.Wo
 	return client.IgnoreNotFound(r.client.Delete(ctx, wl, pre))
 }
 
-// priorityOf is the value of a WorkloadPriorityClass; nil when there is
-// no class or it does not exist yet (the Workload then waits saying so).
-func (r *JobReconciler) priorityOf(ctx context.Context, class string) (*int32, error) {
-	if class == "" {
-		return nil, nil
-	}
-	wpc := &berthv1alpha1.WorkloadPriorityClass{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: class}, wpc); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return ptr.To(wpc.Value), nil
-}
-
 // syncLabels carries changes of the job's queue, priority and execution
 // time labels to its Workload. The queue can change only while the
 // workload waits. It
@@ -301,18 +288,18 @@ func (r *JobReconciler) syncLabels(ctx context.Context, job GenericJob, wl *bert
 	if q := berthv1alpha1.LocalQueueName(QueueName(obj)); q != "" && q != wl.Spec.QueueName && !workload.HasQuotaReservation(wl) {
 		patched.Spec.QueueName = q
 	}
-	if class := PriorityClassName(obj); class != wl.Spec.PriorityClassName {
-		priority, err := r.priorityOf(ctx, class)
+	if PriorityClassName(obj) != wl.Spec.PriorityClassName {
+		priority, err := priorityOfJob(ctx, r.client, obj, wl.Spec.PodSets)
 		if err != nil {
 			return false, err
 		}
-		patched.Spec.PriorityClassName = class
-		patched.Spec.Priority = priority
+		priority.set(&patched.Spec)
 	}
 	if maxExec, ferr := MaxExecTimeSeconds(obj); ferr == nil && !ptr.Equal(maxExec, wl.Spec.MaximumExecutionTimeSeconds) {
 		patched.Spec.MaximumExecutionTimeSeconds = maxExec
 	}
 	if patched.Spec.QueueName == wl.Spec.QueueName && patched.Spec.PriorityClassName == wl.Spec.PriorityClassName &&
+		ptr.Equal(patched.Spec.PriorityClassRef, wl.Spec.PriorityClassRef) &&
 		ptr.Equal(patched.Spec.MaximumExecutionTimeSeconds, wl.Spec.MaximumExecutionTimeSeconds) {
 		return true, nil
 	}

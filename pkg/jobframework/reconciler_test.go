@@ -114,7 +114,7 @@ func TestJobReconciler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &utiltesting.WorkloadWrapper{Workload: *newWorkload(j, fakeIntegration.GVK, podSets, nil)}
+		return &utiltesting.WorkloadWrapper{Workload: *newWorkload(j, fakeIntegration.GVK, podSets, jobPriority{})}
 	}
 	admitted := func(w *utiltesting.WorkloadWrapper) *utiltesting.WorkloadWrapper {
 		return w.AdmittedIn("cq", "h100")

@@ -35,12 +35,12 @@ func TestValidator(t *testing.T) {
 	}
 	holding := func(j *batchv1.Job) *berthv1alpha1.Workload {
 		podSets, _ := (&fakeJob{*j}).PodSets()
-		wl := newWorkload(j, fakeIntegration.GVK, podSets, nil)
+		wl := newWorkload(j, fakeIntegration.GVK, podSets, jobPriority{})
 		return (&utiltesting.WorkloadWrapper{Workload: *wl}).AdmittedIn("cq", "h100").Obj()
 	}
 	waiting := func(j *batchv1.Job) *berthv1alpha1.Workload {
 		podSets, _ := (&fakeJob{*j}).PodSets()
-		return newWorkload(j, fakeIntegration.GVK, podSets, nil)
+		return newWorkload(j, fakeIntegration.GVK, podSets, jobPriority{})
 	}
 	cases := map[string]struct {
 		old, new *batchv1.Job

@@ -105,9 +105,9 @@ func MaxExecTimeSeconds(job metav1.Object) (*int32, *field.Error) {
 // newWorkload is the Workload of the job obj, owned by it, with its pod
 // sets. Its labels name its queue and its job's UID, so that a person can
 // go from the job to it with a label selector.
-func newWorkload(obj client.Object, gvk schema.GroupVersionKind, podSets []berthv1alpha1.PodSet, priority *int32) *berthv1alpha1.Workload {
+func newWorkload(obj client.Object, gvk schema.GroupVersionKind, podSets []berthv1alpha1.PodSet, priority jobPriority) *berthv1alpha1.Workload {
 	maxExec, _ := MaxExecTimeSeconds(obj)
-	return &berthv1alpha1.Workload{
+	wl := &berthv1alpha1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            WorkloadName(gvk, obj.GetName(), string(obj.GetUID())),
 			Namespace:       obj.GetNamespace(),
@@ -118,15 +118,14 @@ func newWorkload(obj client.Object, gvk schema.GroupVersionKind, podSets []berth
 			},
 		},
 		Spec: berthv1alpha1.WorkloadSpec{
-			PodSets:           podSets,
-			QueueName:         berthv1alpha1.LocalQueueName(QueueName(obj)),
-			PriorityClassName: PriorityClassName(obj),
-			Priority:          priority,
-			Active:            ptr.To(true),
-
+			PodSets:                     podSets,
+			QueueName:                   berthv1alpha1.LocalQueueName(QueueName(obj)),
+			Active:                      ptr.To(true),
 			MaximumExecutionTimeSeconds: maxExec,
 		},
 	}
+	priority.set(&wl.Spec)
+	return wl
 }
 
 // finishReason is the Finished condition's reason for a job's outcome.
@@ -162,5 +161,6 @@ func WorkloadFor(ctx context.Context, r client.Reader, obj client.Object) (*bert
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	return newWorkload(obj, gvk, podSets, nil), nil
+	// The class is not resolved: the plugin's user may not read it.
+	return newWorkload(obj, gvk, podSets, jobPriority{class: PriorityClassName(obj)}), nil
 }

@@ -64,10 +64,19 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:Pattern="^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
-	// Priority is the workload's priority, resolved from PriorityClassName.
+	// Priority is the workload's priority, resolved from PriorityClassName
+	// or PriorityClassRef.
 	//
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
+
+	// PriorityClassRef names the class the priority comes from: the
+	// WorkloadPriorityClass of PriorityClassName, or, when the job names
+	// none, the PriorityClass of its pods (their priorityClassName, else
+	// the cluster's globalDefault PriorityClass). Set by Berth.
+	//
+	// +optional
+	PriorityClassRef *PriorityClassRef `json:"priorityClassRef,omitempty"`
 
 	// Active false evicts the workload if it runs and keeps it from being
 	// admitted.
@@ -86,6 +95,35 @@ type WorkloadSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	MaximumExecutionTimeSeconds *int32 `json:"maximumExecutionTimeSeconds,omitempty"`
 }
+
+// PriorityClassRef names a WorkloadPriorityClass (group berth.dev) or a
+// PriorityClass (group scheduling.k8s.io).
+//
+// +kubebuilder:validation:XValidation:rule="(self.group == 'berth.dev' && self.kind == 'WorkloadPriorityClass') || (self.group == 'scheduling.k8s.io' && self.kind == 'PriorityClass')",message="must name a berth.dev WorkloadPriorityClass or a scheduling.k8s.io PriorityClass"
+type PriorityClassRef struct {
+	// Group is berth.dev or scheduling.k8s.io.
+	//
+	// +kubebuilder:validation:Enum=berth.dev;scheduling.k8s.io
+	Group string `json:"group"`
+
+	// Kind is WorkloadPriorityClass or PriorityClass.
+	//
+	// +kubebuilder:validation:Enum=WorkloadPriorityClass;PriorityClass
+	Kind string `json:"kind"`
+
+	// Name is the class.
+	//
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// The kinds a PriorityClassRef names.
+const (
+	WorkloadPriorityClassKind = "WorkloadPriorityClass"
+	PriorityClassKind         = "PriorityClass"
+	PriorityClassGroup        = "scheduling.k8s.io"
+)
 
 // PodSetAssignment is the flavor and count admitted for one podset.
 type PodSetAssignment struct {
