@@ -124,6 +124,10 @@ func (r *RequestReconciler) follow(ctx context.Context, wl *berthv1alpha1.Worklo
 	if why != "" {
 		return &berthv1alpha1.AdmissionCheckState{Name: name, State: berthv1alpha1.CheckStatePending, Message: why}, nil
 	}
+	if len(requested(wl, cfg)) == 0 {
+		return &berthv1alpha1.AdmissionCheckState{Name: name, State: berthv1alpha1.CheckStateReady, Message: fmt.Sprintf(
+			"No podset asks for a resource of ProvisioningRequestConfig %s's managedResources (%s): no ProvisioningRequest is needed", cfg.Name, resourceNames(cfg.Spec.ManagedResources))}, nil
+	}
 	pr := &autoscalingv1.ProvisioningRequest{}
 	prName := requestName(wl, ac.Name)
 	err = r.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: prName}, pr)
@@ -160,9 +164,9 @@ func (r *RequestReconciler) failures(ctx context.Context, wl *berthv1alpha1.Work
 	return n, nil
 }
 
-// create makes the request and its PodTemplates: one per podset, as the
-// pods will run (the flavors' node labels and tolerations added), for as
-// many pods as the reservation holds.
+// create makes the request and its PodTemplates: one per requested podset
+// (see requestPodSets), as the pods will run (the flavors' node labels and
+// tolerations added), for as many pods as the reservation holds.
 func (r *RequestReconciler) create(ctx context.Context, wl *berthv1alpha1.Workload, check, name string, cfg *berthv1alpha1.ProvisioningRequestConfig) error {
 	infos, err := jobframework.AdmittedPodSets(ctx, r.client, wl)
 	if err != nil {
@@ -179,18 +183,16 @@ func (r *RequestReconciler) create(ctx context.Context, wl *berthv1alpha1.Worklo
 			pr.Spec.Parameters[k] = autoscalingv1.Parameter(v)
 		}
 	}
-	for i, info := range infos {
-		tmpl := wl.Spec.PodSets[i].Template.DeepCopy()
-		tmpl.Spec.NodeSelector, tmpl.Spec.Tolerations = info.NodeSelector, info.Tolerations
-		tmpl.Labels = jobframework.MergeMaps(tmpl.Labels, labels)
-		pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + info.Name, Namespace: wl.Namespace, Labels: labels}, Template: *tmpl}
+	for _, ps := range requestPodSets(wl, infos, cfg, labels) {
+		// Named after its first podset: a merged one's others share it.
+		pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + ps.podSets[0], Namespace: wl.Namespace, Labels: labels}, Template: ps.template}
 		if err := controllerutil.SetControllerReference(wl, pt, r.client.Scheme()); err != nil {
 			return err
 		}
 		if err := r.client.Create(ctx, pt); client.IgnoreAlreadyExists(err) != nil {
 			return fmt.Errorf("creating PodTemplate %s: %w", pt.Name, err)
 		}
-		pr.Spec.PodSets = append(pr.Spec.PodSets, autoscalingv1.PodSet{PodTemplateRef: autoscalingv1.Reference{Name: pt.Name}, Count: info.Count})
+		pr.Spec.PodSets = append(pr.Spec.PodSets, autoscalingv1.PodSet{PodTemplateRef: autoscalingv1.Reference{Name: pt.Name}, Count: ps.count})
 	}
 	if err := controllerutil.SetControllerReference(wl, pr, r.client.Scheme()); err != nil {
 		return err

@@ -2,6 +2,9 @@ package provisioning
 
 import (
 	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
@@ -37,12 +40,7 @@ func checkState(wl *berthv1alpha1.Workload, name berthv1alpha1.AdmissionCheckRef
 	case isTrue(pr, autoscalingv1.Provisioned):
 		st.State = berthv1alpha1.CheckStateReady
 		st.Message = fmt.Sprintf("ProvisioningRequest %s is provisioned", pr.Name)
-		for _, ps := range wl.Spec.PodSets {
-			st.PodSetUpdates = append(st.PodSetUpdates, berthv1alpha1.PodSetUpdate{Name: ps.Name, Annotations: map[string]string{
-				autoscalingv1.ConsumesAnnotation:  pr.Name,
-				autoscalingv1.ClassNameAnnotation: pr.Spec.ProvisioningClassName,
-			}})
-		}
+		st.PodSetUpdates = podSetUpdates(wl, pr, cfg)
 	case isTrue(pr, autoscalingv1.Accepted):
 		st.Message = fmt.Sprintf("ProvisioningRequest %s accepted; waiting for the capacity", pr.Name)
 	default:
@@ -91,4 +89,39 @@ func conditionMessage(pr *autoscalingv1.ProvisioningRequest, typ string) string 
 		return c.Message
 	}
 	return typ
+}
+
+// podSetUpdates are what the pods of the podsets a provisioned request pr
+// asked nodes for get: the annotations that have them consume its
+// capacity, and the node selector entries cfg takes from its class's
+// details.
+func podSetUpdates(wl *berthv1alpha1.Workload, pr *autoscalingv1.ProvisioningRequest, cfg *berthv1alpha1.ProvisioningRequestConfig) []berthv1alpha1.PodSetUpdate {
+	var selector map[string]string
+	if u := cfg.Spec.PodSetUpdates; u != nil {
+		for _, ns := range u.NodeSelector {
+			if v, ok := pr.Status.ProvisioningClassDetails[ns.ValueFromProvisioningClassDetail]; ok {
+				if selector == nil {
+					selector = map[string]string{}
+				}
+				selector[ns.Key] = string(v)
+			}
+		}
+	}
+	var out []berthv1alpha1.PodSetUpdate
+	for _, name := range requested(wl, cfg) {
+		out = append(out, berthv1alpha1.PodSetUpdate{Name: name, NodeSelector: selector, Annotations: map[string]string{
+			autoscalingv1.ConsumesAnnotation:  pr.Name,
+			autoscalingv1.ClassNameAnnotation: pr.Spec.ProvisioningClassName,
+		}})
+	}
+	return out
+}
+
+// resourceNames lists resources for a message.
+func resourceNames(rs []corev1.ResourceName) string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
 }

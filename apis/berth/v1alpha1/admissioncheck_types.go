@@ -224,7 +224,77 @@ type ProvisioningRequestConfigSpec struct {
 	//
 	// +optional
 	RetryStrategy *ProvisioningRequestRetryStrategy `json:"retryStrategy,omitempty"`
+
+	// ManagedResources are the resources the cluster autoscaler provisions
+	// nodes for. The request holds only the podsets that ask for at least
+	// one of them; a workload none of whose podsets does passes the check
+	// without a request. Empty: every podset is asked for.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	ManagedResources []corev1.ResourceName `json:"managedResources,omitempty"`
+
+	// PodSetUpdates say what the pods of the podsets in the request get
+	// once it is provisioned, besides the annotations that have them use
+	// its nodes.
+	//
+	// +optional
+	PodSetUpdates *ProvisioningRequestPodSetUpdates `json:"podSetUpdates,omitempty"`
+
+	// PodSetMergePolicy merges the podsets whose pods would be alike into
+	// one podset of the request: IdenticalPodTemplates (the same pod
+	// template, flavor directives included) or
+	// IdenticalWorkloadSchedulingRequirements (the same requests, node
+	// selector, tolerations, affinity and priority class). Unset: one per
+	// podset.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=IdenticalPodTemplates;IdenticalWorkloadSchedulingRequirements
+	PodSetMergePolicy *ProvisioningRequestPodSetMergePolicy `json:"podSetMergePolicy,omitempty"`
 }
+
+// ProvisioningRequestPodSetUpdates are what the pods of a provisioned
+// request get.
+type ProvisioningRequestPodSetUpdates struct {
+	// NodeSelector entries take their value from the request's
+	// status.provisioningClassDetails, so that the pods go to the nodes the
+	// class provisioned (a reservation's name, say). A detail the request
+	// lacks adds nothing.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +kubebuilder:validation:MaxItems=8
+	NodeSelector []ProvisioningRequestPodSetUpdatesNodeSelector `json:"nodeSelector,omitempty"`
+}
+
+// ProvisioningRequestPodSetUpdatesNodeSelector is one node selector entry
+// of a provisioned request's pods.
+type ProvisioningRequestPodSetUpdatesNodeSelector struct {
+	// Key is the node label.
+	//
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+
+	// ValueFromProvisioningClassDetail is the detail whose value the
+	// label must have.
+	//
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32768
+	ValueFromProvisioningClassDetail string `json:"valueFromProvisioningClassDetail"`
+}
+
+// ProvisioningRequestPodSetMergePolicy is how podsets are merged in a
+// request.
+type ProvisioningRequestPodSetMergePolicy string
+
+// The merge policies.
+const (
+	IdenticalPodTemplates                   ProvisioningRequestPodSetMergePolicy = "IdenticalPodTemplates"
+	IdenticalWorkloadSchedulingRequirements ProvisioningRequestPodSetMergePolicy = "IdenticalWorkloadSchedulingRequirements"
+)
 
 // ProvisioningRequestRetryStrategy is when a failed ProvisioningRequest is
 // tried again.

@@ -142,11 +142,21 @@ func TestAdmissionCheckStates(t *testing.T) {
 // ProvisioningRequestConfig allowing limit retries one second apart.
 func provisioningCheck(t *testing.T, limit int32) string {
 	t.Helper()
+	return provisioningCheckWith(t, limit, nil)
+}
+
+// provisioningCheckWith is provisioningCheck with change applied to the
+// config's spec.
+func provisioningCheckWith(t *testing.T, limit int32, change func(*berthv1alpha1.ProvisioningRequestConfigSpec)) string {
+	t.Helper()
 	cfg := &berthv1alpha1.ProvisioningRequestConfig{ObjectMeta: metav1.ObjectMeta{Name: unique("cloud")}, Spec: berthv1alpha1.ProvisioningRequestConfigSpec{
 		ProvisioningClassName: autoscalingv1.BestEffortAtomicScaleUp,
 		Parameters:            map[string]string{"ValidUntilSeconds": "600"},
 		RetryStrategy:         &berthv1alpha1.ProvisioningRequestRetryStrategy{BackoffLimitCount: &limit, BackoffBaseSeconds: ptr.To[int32](1), BackoffMaxSeconds: ptr.To[int32](2)},
 	}}
+	if change != nil {
+		change(&cfg.Spec)
+	}
 	ac := &berthv1alpha1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: unique("provision")}, Spec: berthv1alpha1.AdmissionCheckSpec{
 		ControllerName: berthv1alpha1.ProvisioningRequestControllerName,
 		Parameters:     &berthv1alpha1.AdmissionCheckParametersReference{APIGroup: "berth.dev", Kind: "ProvisioningRequestConfig", Name: cfg.Name},
@@ -276,4 +286,24 @@ func TestProvisioningRequestCheck(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestProvisioningOnlyForManagedResources: with managedResources naming
+// GPUs, a job that asks for CPUs only passes the check without a
+// ProvisioningRequest, and runs.
+func TestProvisioningOnlyForManagedResources(t *testing.T) {
+	check := provisioningCheckWith(t, 1, func(s *berthv1alpha1.ProvisioningRequestConfigSpec) {
+		s.ManagedResources = []corev1.ResourceName{"nvidia.com/gpu"}
+	})
+	ns, _ := checkedQueue(t, berthv1alpha1.AdmissionCheckReference(check))
+	job := utiltesting.MakeJob("cpu-only", ns).Queue("main").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, job)
+	wl := workloadOf(t, job, "admitted without a request", all(checkIs(check, berthv1alpha1.CheckStateReady), admitted))
+	if c := workload.FindCheck(wl, berthv1alpha1.AdmissionCheckReference(check)); !contains(c.Message, "no ProvisioningRequest is needed") {
+		t.Errorf("the check says %q", c.Message)
+	}
+	jobState(t, job, false)
+	if prs, err := requests(ctxFor(t), job, wl); err != nil || len(prs) != 0 {
+		t.Errorf("%d ProvisioningRequests (%v), want none", len(prs), err)
+	}
 }
