@@ -112,7 +112,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{}, writeQueueStatus(ctx, r.client, lq, lq.Status)
 }
 
-func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active metav1.Condition, unused []string) error {
+func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active metav1.Condition, unused []unusedSetting) error {
 	var pending, reserving, admitted int32
 	var admissions []*berthv1alpha1.Admission
 	err := r.workloads(lq.Namespace, lq.Name, func(wl *berthv1alpha1.Workload) {

@@ -42,7 +42,7 @@ type queueState struct {
 	// share is the queue's weighted share, while fair sharing is on.
 	share *int64
 	// unused are the fields of the queue's spec that have no effect.
-	unused []string
+	unused []unusedSetting
 }
 
 // setClusterQueueStatus computes a ClusterQueue's status from its state.

@@ -26,35 +26,60 @@ type Features struct {
 	AdmissionFairSharing bool
 }
 
+// unusedSetting is a field with no effect: why (a condition reason) and
+// what to tell.
+type unusedSetting struct {
+	reason, message string
+}
+
+// disabled is a field whose feature the configuration turns off.
+func disabled(message string) unusedSetting {
+	return unusedSetting{reason: berthv1alpha1.ReasonFeatureDisabled, message: message}
+}
+
+// reasonAndMessage is the condition's reason (the first setting's) and
+// message (all of them).
+func reasonAndMessage(unused []unusedSetting) (string, string) {
+	msgs := make([]string, len(unused))
+	for i, u := range unused {
+		msgs[i] = u.message
+	}
+	return unused[0].reason, strings.Join(msgs, "; ")
+}
+
 const (
 	fairSharingOff          = "fair sharing is off in the controller configuration (set fairSharing.enable: true to turn it on)"
 	admissionFairSharingOff = "admission fair sharing is off in the controller configuration (add an admissionFairSharing section to turn it on)"
 )
 
 // unusedInClusterQueue says which fields of cq have no effect under f.
-func (f Features) unusedInClusterQueue(cq *berthv1alpha1.ClusterQueue) []string {
-	var out []string
+func (f Features) unusedInClusterQueue(cq *berthv1alpha1.ClusterQueue) []unusedSetting {
+	var out []unusedSetting
 	if cq.Spec.FairSharing != nil && !f.FairSharing {
-		out = append(out, "spec.fairSharing has no effect: "+fairSharingOff)
+		out = append(out, disabled("spec.fairSharing has no effect: "+fairSharingOff))
 	}
 	if s := cq.Spec.AdmissionScope; s != nil && s.AdmissionMode == berthv1alpha1.UsageBasedAdmissionFairSharing && !f.AdmissionFairSharing {
-		out = append(out, "spec.admissionScope has no effect: "+admissionFairSharingOff)
+		out = append(out, disabled("spec.admissionScope has no effect: "+admissionFairSharingOff))
+	}
+	if cq.Spec.ConcurrentAdmissionPolicy != nil {
+		out = append(out, unusedSetting{reason: berthv1alpha1.ReasonNotSupported, message: "spec.concurrentAdmissionPolicy has no effect: " +
+			"Berth admits a workload once, in the first flavor of spec.resourceGroups that fits, and neither tries several flavors at once nor moves a running workload to a better one"})
 	}
 	return out
 }
 
 // unusedInCohort says which fields of c have no effect under f.
-func (f Features) unusedInCohort(c *berthv1alpha1.Cohort) []string {
+func (f Features) unusedInCohort(c *berthv1alpha1.Cohort) []unusedSetting {
 	if c.Spec.FairSharing != nil && !f.FairSharing {
-		return []string{"spec.fairSharing has no effect: " + fairSharingOff}
+		return []unusedSetting{disabled("spec.fairSharing has no effect: " + fairSharingOff)}
 	}
 	return nil
 }
 
 // unusedInLocalQueue says which fields of lq have no effect under f.
-func (f Features) unusedInLocalQueue(lq *berthv1alpha1.LocalQueue) []string {
+func (f Features) unusedInLocalQueue(lq *berthv1alpha1.LocalQueue) []unusedSetting {
 	if lq.Spec.FairSharing != nil && !f.AdmissionFairSharing {
-		return []string{"spec.fairSharing has no effect: " + admissionFairSharingOff}
+		return []unusedSetting{disabled("spec.fairSharing has no effect: " + admissionFairSharingOff)}
 	}
 	return nil
 }
@@ -62,13 +87,13 @@ func (f Features) unusedInLocalQueue(lq *berthv1alpha1.LocalQueue) []string {
 // setUnusedCondition sets the UnusedSettings condition to what unused
 // says, and removes it when nothing is unused. It reports whether the
 // conditions changed.
-func setUnusedCondition(conds *[]metav1.Condition, generation int64, unused []string) bool {
+func setUnusedCondition(conds *[]metav1.Condition, generation int64, unused []unusedSetting) bool {
 	if len(unused) == 0 {
 		return meta.RemoveStatusCondition(conds, berthv1alpha1.ConditionUnusedSettings)
 	}
+	reason, msg := reasonAndMessage(unused)
 	return meta.SetStatusCondition(conds, metav1.Condition{
-		Type: berthv1alpha1.ConditionUnusedSettings, Status: metav1.ConditionTrue, Reason: berthv1alpha1.ReasonFeatureDisabled,
-		Message: strings.Join(unused, "; "), ObservedGeneration: generation,
+		Type: berthv1alpha1.ConditionUnusedSettings, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: generation,
 	})
 }
 
@@ -88,7 +113,7 @@ func newUnusedWarnings(recorder events.EventRecorder) *unusedWarnings {
 
 // tell warns about obj's unused fields if it has not for this generation.
 // A nil unusedWarnings tells nothing.
-func (w *unusedWarnings) tell(obj client.Object, unused []string) {
+func (w *unusedWarnings) tell(obj client.Object, unused []unusedSetting) {
 	if w == nil {
 		return
 	}
@@ -100,7 +125,8 @@ func (w *unusedWarnings) tell(obj client.Object, unused []string) {
 	if told || len(unused) == 0 {
 		return
 	}
-	w.recorder.Eventf(obj.(runtime.Object), nil, corev1.EventTypeWarning, berthv1alpha1.ReasonFeatureDisabled, "Configure", "%s", strings.Join(unused, "; "))
+	reason, msg := reasonAndMessage(unused)
+	w.recorder.Eventf(obj.(runtime.Object), nil, corev1.EventTypeWarning, reason, "Configure", "%s", msg)
 }
 
 // forget drops what was told about a deleted object.

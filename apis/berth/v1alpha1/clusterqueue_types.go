@@ -206,6 +206,15 @@ type ClusterQueueSpec struct {
 	// +optional
 	AdmissionScope *AdmissionScope `json:"admissionScope,omitempty"`
 
+	// ConcurrentAdmissionPolicy is accepted, in Kueue's shape, so that
+	// Kueue's manifests apply, and has no effect: Berth admits a workload
+	// once, in the first flavor of the queue's order that fits, and does
+	// not try several flavors at once nor move a running workload to a
+	// better one. The queue's UnusedSettings condition says so.
+	//
+	// +optional
+	ConcurrentAdmissionPolicy *ConcurrentAdmissionPolicy `json:"concurrentAdmissionPolicy,omitempty"`
+
 	// AdmissionChecks are checks that every workload of the queue must
 	// pass, once its quota is reserved, before it is admitted.
 	//
@@ -248,6 +257,59 @@ type FlavorUsage struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Resources []ResourceUsage `json:"resources"`
+}
+
+// ConcurrentAdmissionPolicy is Kueue's policy for admitting a workload in
+// several flavors at once and moving it to a better one; Berth keeps it
+// and does not act on it.
+type ConcurrentAdmissionPolicy struct {
+	// MigrationConstraints say when a workload may move to another flavor.
+	MigrationConstraints ConcurrentAdmissionMigrationConstraints `json:"migrationConstraints"`
+
+	// ExplicitVariants are the flavor sets to try.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	ExplicitVariants []ConcurrentAdmissionVariant `json:"explicitVariants,omitempty"`
+}
+
+// ConcurrentAdmissionMigrationConstraints say when a workload may move.
+type ConcurrentAdmissionMigrationConstraints struct {
+	// Mode is NoMigration or UpgradeOnly.
+	//
+	// +kubebuilder:validation:Enum=NoMigration;UpgradeOnly
+	Mode string `json:"mode"`
+
+	// MinTargetFlavor is the least preferred flavor a workload may move to.
+	//
+	// +optional
+	MinTargetFlavor *ResourceFlavorReference `json:"minTargetFlavor,omitempty"`
+}
+
+// ConcurrentAdmissionVariant is one set of flavors to try.
+type ConcurrentAdmissionVariant struct {
+	// Name names the variant.
+	//
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// AllowedResourceFlavors are the flavors it may use.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	AllowedResourceFlavors []ResourceFlavorReference `json:"allowedResourceFlavors,omitempty"`
+
+	// CreateDelaySeconds delays trying it.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	CreateDelaySeconds *int32 `json:"createDelaySeconds,omitempty"`
+
+	// MaxDeleteDelaySeconds bounds how long it is tried.
+	//
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxDeleteDelaySeconds *int32 `json:"maxDeleteDelaySeconds,omitempty"`
 }
 
 // ClusterQueueStatus is what a ClusterQueue holds and uses.

@@ -85,6 +85,10 @@ const (
 	// Warning event on a Cohort, ClusterQueue or LocalQueue whose spec
 	// names a feature the controller configuration has off.
 	ReasonFeatureDisabled = "FeatureDisabled"
+	// ReasonNotSupported is the reason of UnusedSettings, and of the
+	// Warning event, when a field is accepted, in Kueue's shape, but Berth
+	// has no such feature.
+	ReasonNotSupported = "NotSupported"
 )
 
 // Reasons of the Active condition.

@@ -62,13 +62,16 @@ func TestFairSharingReportsWeightedShares(t *testing.T) {
 // spec.fairSharing, a ClusterQueue's admissionScope and a LocalQueue's
 // spec.fairSharing have no effect: each says so in a Warning event naming
 // the field and the setting that turns it on, and the queues in their
-// UnusedSettings condition too, which goes once the fields do.
+// UnusedSettings condition too, which goes once the fields do. A
+// ClusterQueue's concurrentAdmissionPolicy, Kueue's, is accepted and said
+// to have no effect.
 func TestSettingsOfDisabledFeaturesAreNamed(t *testing.T) {
 	flavor, cohortName := unique("flavor"), unique("cohort")
 	cohort := &berthv1alpha1.Cohort{ObjectMeta: metav1.ObjectMeta{Name: cohortName}}
 	cohort.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: ptr.To(resource.MustParse("2"))}
 	cq := utiltesting.MakeClusterQueue(unique("cq")).Cohort(cohortName).Weight("3").AdmissionFairSharing().
 		ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).Resource("cpu", "4").Obj()).Obj()
+	cq.Spec.ConcurrentAdmissionPolicy = &berthv1alpha1.ConcurrentAdmissionPolicy{MigrationConstraints: berthv1alpha1.ConcurrentAdmissionMigrationConstraints{Mode: "UpgradeOnly"}}
 	ns := namespace(t, nil)
 	lq := utiltesting.MakeLocalQueue("main", ns, cq.Name)
 	lq.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: ptr.To(resource.MustParse("2"))}
@@ -78,8 +81,9 @@ func TestSettingsOfDisabledFeaturesAreNamed(t *testing.T) {
 		c := meta.FindStatusCondition(cq.Status.Conditions, berthv1alpha1.ConditionUnusedSettings)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != berthv1alpha1.ReasonFeatureDisabled ||
 			!contains(c.Message, "spec.fairSharing has no effect: fair sharing is off in the controller configuration (set fairSharing.enable: true") ||
-			!contains(c.Message, "spec.admissionScope has no effect: admission fair sharing is off") {
-			return fmt.Errorf("UnusedSettings = %+v, want both fields named", c)
+			!contains(c.Message, "spec.admissionScope has no effect: admission fair sharing is off") ||
+			!contains(c.Message, "spec.concurrentAdmissionPolicy has no effect: Berth admits a workload once") {
+			return fmt.Errorf("UnusedSettings = %+v, want the three fields named", c)
 		}
 		return nil
 	})
@@ -97,7 +101,7 @@ func TestSettingsOfDisabledFeaturesAreNamed(t *testing.T) {
 	if err := server.Client.Get(ctxFor(t), client.ObjectKeyFromObject(cq), cur); err != nil {
 		t.Fatal(err)
 	}
-	cur.Spec.FairSharing, cur.Spec.AdmissionScope = nil, nil
+	cur.Spec.FairSharing, cur.Spec.AdmissionScope, cur.Spec.ConcurrentAdmissionPolicy = nil, nil, nil
 	if err := server.Client.Update(ctxFor(t), cur); err != nil {
 		t.Fatal(err)
 	}
