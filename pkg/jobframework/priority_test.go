@@ -59,3 +59,58 @@ func TestPodPriority(t *testing.T) {
 		})
 	}
 }
+
+// TestPriorityOfJobOrder: the job's label first, then the PriorityClass its
+// pods name, then the default WorkloadPriorityClass, then the default
+// PriorityClass.
+func TestPriorityOfJobOrder(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	wpc := func(name string, value int32, global bool) *berthv1alpha1.WorkloadPriorityClass {
+		return &berthv1alpha1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, GlobalDefault: global}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		wpc("research", 70, false), wpc("batch-default", 5, true),
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 500},
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "cluster-default"}, Value: 1, GlobalDefault: true},
+	).Build()
+	job := func(label, podClass string) (*metav1.PartialObjectMetadata, []berthv1alpha1.PodSet) {
+		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns"}}
+		if label != "" {
+			obj.Labels = map[string]string{berthv1alpha1.PriorityClassLabel: label}
+		}
+		return obj, []berthv1alpha1.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{PriorityClassName: podClass}}}}
+	}
+	for _, tc := range []struct {
+		label, podClass string
+		wantKind        string
+		wantName        string
+		wantValue       int32
+	}{
+		{label: "research", podClass: "high", wantKind: "WorkloadPriorityClass", wantName: "research", wantValue: 70},
+		{podClass: "high", wantKind: "PriorityClass", wantName: "high", wantValue: 500},
+		{wantKind: "WorkloadPriorityClass", wantName: "batch-default", wantValue: 5},
+	} {
+		obj, podSets := job(tc.label, tc.podClass)
+		got, err := priorityOfJob(t.Context(), c, obj, podSets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ref == nil || got.ref.Kind != tc.wantKind || got.ref.Name != tc.wantName || ptr.Deref(got.value, -1) != tc.wantValue {
+			t.Errorf("label %q, pods' class %q: %+v (%v), want %s %s = %d", tc.label, tc.podClass, got.ref, got.value, tc.wantKind, tc.wantName, tc.wantValue)
+		}
+	}
+	// Without a default WorkloadPriorityClass, the default PriorityClass.
+	c = fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "cluster-default"}, Value: 1, GlobalDefault: true},
+	).Build()
+	obj, podSets := job("", "")
+	if got, err := priorityOfJob(t.Context(), c, obj, podSets); err != nil || got.ref == nil || got.ref.Name != "cluster-default" {
+		t.Errorf("without a default WorkloadPriorityClass: %+v, %v; want the default PriorityClass", got.ref, err)
+	}
+}

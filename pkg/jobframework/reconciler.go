@@ -289,6 +289,8 @@ func (r *JobReconciler) syncLabels(ctx context.Context, job GenericJob, wl *bert
 		patched.Spec.QueueName = q
 	}
 	if PriorityClassName(obj) != wl.Spec.PriorityClassName {
+		// A job without the label whose Workload has the default class
+		// comes here on each reconcile, and writes nothing.
 		priority, err := priorityOfJob(ctx, r.client, obj, wl.Spec.PodSets)
 		if err != nil {
 			return false, err

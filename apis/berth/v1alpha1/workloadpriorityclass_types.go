@@ -11,6 +11,7 @@ import (
 // +kubebuilder:resource:scope=Cluster,shortName=wpc
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Value",type=integer,JSONPath=".value",description="The priority value"
+// +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=".globalDefault",description="Whether it is the default class"
 type WorkloadPriorityClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -28,6 +29,15 @@ type WorkloadPriorityClass struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Description string `json:"description,omitempty"`
+
+	// GlobalDefault makes this the class of the jobs that name none and
+	// whose pods name no PriorityClass: a platform team's default priority,
+	// set once, that does not change how kube-scheduler treats the pods (a
+	// globalDefault PriorityClass would). Of two defaults, the lower value
+	// counts.
+	//
+	// +optional
+	GlobalDefault bool `json:"globalDefault,omitempty"`
 }
 
 // WorkloadPriorityClassList is a list of WorkloadPriorityClasses.
