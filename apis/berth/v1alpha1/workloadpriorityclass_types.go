@@ -11,7 +11,7 @@ import (
 // +kubebuilder:resource:scope=Cluster,shortName=wpc
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Value",type=integer,JSONPath=".value",description="The priority value"
-// +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=".globalDefault",description="Whether it is the default class"
+// +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=".globalDefault",priority=1,description="Whether it is the default class"
 type WorkloadPriorityClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
