@@ -86,6 +86,24 @@ func AddToScheme(scheme *runtime.Scheme, integrations []string) error {
 // API server instead of one per decision.
 const admissionWriters = 32
 
+// schedulerOptions are the scheduler's options that opts call for.
+func schedulerOptions(opts Options) []scheduler.Option {
+	schedOpts := []scheduler.Option{scheduler.WithParallelism(admissionWriters),
+		scheduler.WithCycleObserver(func(_ scheduler.Stats, took time.Duration) {
+			metrics.AdmissionCycleDuration.Observe(took.Seconds())
+		})}
+	if opts.PreemptionDelay > 0 {
+		schedOpts = append(schedOpts, scheduler.WithPreemptionDelay(opts.PreemptionDelay))
+	}
+	if opts.BlockAdmission {
+		schedOpts = append(schedOpts, scheduler.WithBlockAdmission())
+	}
+	if opts.FairSharing {
+		schedOpts = append(schedOpts, scheduler.WithFairSharing(opts.FairStrategies...))
+	}
+	return schedOpts
+}
+
 // Setup wires the admission engine, the reconcilers, the applier, the job
 // integrations and the scheduler into mgr. The scheduler runs on the leader
 // only.
@@ -141,25 +159,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up job integration %s: %w", i.Name, err)
 		}
 	}
-	schedOpts := []scheduler.Option{scheduler.WithParallelism(admissionWriters),
-		scheduler.WithCycleObserver(func(_ scheduler.Stats, took time.Duration) {
-			metrics.AdmissionCycleDuration.Observe(took.Seconds())
-		})}
-	if opts.PreemptionDelay > 0 {
-		schedOpts = append(schedOpts, scheduler.WithPreemptionDelay(opts.PreemptionDelay))
-	}
-	if opts.BlockAdmission {
-		schedOpts = append(schedOpts, scheduler.WithBlockAdmission())
-	}
-	if opts.FairSharing {
-		schedOpts = append(schedOpts, scheduler.WithFairSharing(opts.FairStrategies...))
-	}
 	cqOf := func(ctx context.Context, name berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error) {
 		cq := &berthv1alpha1.ClusterQueue{}
 		// Read only: the informer cache's own object.
 		return cq, mgr.GetClient().Get(ctx, client.ObjectKey{Name: string(name)}, cq, client.UnsafeDisableDeepCopy)
 	}
-	sched := scheduler.New(c, q, applier.New(writer, recorder, pending, cqOf), schedOpts...)
+	sched := scheduler.New(c, q, applier.New(writer, recorder, pending, cqOf), schedulerOptions(opts)...)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
 		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {

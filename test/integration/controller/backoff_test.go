@@ -21,19 +21,9 @@ import (
 // reason named, instead of evicting and readmitting in a loop. Set active
 // again, it starts over.
 func TestPodsReadyTimeoutBacksOff(t *testing.T) {
-	stopManager()
-	err := startManager(func(o *controllermanager.Options) {
+	withManager(t, func(o *controllermanager.Options) {
 		o.Controllers.PodsReadyTimeout = time.Second
 		o.Controllers.Backoff = workload.Backoff{Base: time.Second, Max: 4 * time.Second, Limit: ptr.To[int32](2)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Errorf("restoring the default manager: %v", err)
-		}
 	})
 	ns, _ := queueSetup(t, "2", nil)
 	wl := utiltesting.MakeWorkload("never-ready", ns).Queue("main").PodSets(*utiltesting.MakePodSet("main", 1).Request("cpu", "1").Obj()).Obj()

@@ -24,16 +24,7 @@ import (
 // a queue of weight 2 that borrows 2 of its cohort's 8 CPUs reports a
 // weighted share of 125 (2/8, per mille, halved), its lender 0.
 func TestFairSharingReportsWeightedShares(t *testing.T) {
-	stopManager()
-	if err := startManager(func(o *controllermanager.Options) { o.FairSharing = true }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Errorf("restoring the default manager: %v", err)
-		}
-	})
+	withManager(t, func(o *controllermanager.Options) { o.FairSharing = true })
 	flavor := unique("flavor")
 	cohort := unique("cohort")
 	cpu := func(name, nominal string) *utiltesting.ClusterQueueWrapper {

@@ -23,16 +23,7 @@ import (
 // ready evicts the workload that ran a pod there, and only it; a deleted
 // node evicts the workload whose pods it ran, although its pods go with it.
 func TestNodeFailuresEvictTheWholeWorkload(t *testing.T) {
-	stopManager()
-	if err := startManager(func(o *controllermanager.Options) { o.Controllers.NodeFailureGrace = 2 * time.Second }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Errorf("restoring the default manager: %v", err)
-		}
-	})
+	withManager(t, func(o *controllermanager.Options) { o.Controllers.NodeFailureGrace = 2 * time.Second })
 	ns, _ := queueSetup(t, "8", nil)
 	nodes := map[string]*corev1.Node{}
 	for _, n := range []string{"flaky", "down", "gone", "fine"} {

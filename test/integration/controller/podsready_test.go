@@ -22,19 +22,9 @@ import (
 // recoveryTimeout has passed, not at once (its pods-ready timeout counts
 // from admission and is long over), and the eviction names the setting.
 func TestRecoveryTimeoutEvictsAJobWhosePodsStopBeingReady(t *testing.T) {
-	stopManager()
-	err := startManager(func(o *controllermanager.Options) {
+	withManager(t, func(o *controllermanager.Options) {
 		o.Controllers.PodsReadyTimeout = 2 * time.Second
 		o.Controllers.RecoveryTimeout = 3 * time.Second
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Errorf("restoring the default manager: %v", err)
-		}
 	})
 	ns, _ := queueSetup(t, "4", nil)
 	job := utiltesting.MakeJob("recovers", ns).Queue("main").Parallelism(2).Request(corev1.ResourceCPU, "1").Obj()

@@ -25,18 +25,8 @@ import (
 // with its Workload once afterDeactivatedByBerth is over; a Workload a
 // person deactivated is kept.
 func TestRetentionDeletesWhatIsDone(t *testing.T) {
-	stopManager()
-	err := startManager(func(o *controllermanager.Options) {
+	withManager(t, func(o *controllermanager.Options) {
 		o.Controllers.Retention = controller.Retention{AfterFinished: ptr.To(time.Duration(0)), AfterDeactivated: ptr.To(2 * time.Second)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Errorf("restoring the default manager: %v", err)
-		}
 	})
 	ns, _ := queueSetup(t, "4", nil)
 	done := utiltesting.MakeJob("done", ns).Queue("main").Request(corev1.ResourceCPU, "1").Obj()

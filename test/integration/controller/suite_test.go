@@ -156,3 +156,19 @@ func waitForWebhook() error {
 		return ptr.Deref(job.Spec.Suspend, false), nil
 	})
 }
+
+// withManager runs the rest of the test against a manager tuned by tune,
+// and restores the default manager at its end.
+func withManager(t *testing.T, tune func(*controllermanager.Options)) {
+	t.Helper()
+	stopManager()
+	if err := startManager(tune); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopManager()
+		if err := startManager(); err != nil {
+			t.Errorf("restoring the default manager: %v", err)
+		}
+	})
+}
