@@ -189,6 +189,10 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllerm
 			HalfLife: afs.UsageHalfLifeTime.Duration, Interval: afs.UsageSamplingInterval.Duration, ResourceWeights: afs.ResourceWeights,
 		}
 	}
+	if cfg.ManagedJobsNamespaceSelector != nil {
+		// Validated before: it parses.
+		opts.Jobs.ManagedNamespaces, _ = metav1.LabelSelectorAsSelector(cfg.ManagedJobsNamespaceSelector)
+	}
 	if po := cfg.Integrations.PodOptions; po != nil && po.NamespaceSelector != nil {
 		// Validated before: it parses.
 		opts.Jobs.PodNamespaces, _ = metav1.LabelSelectorAsSelector(po.NamespaceSelector)

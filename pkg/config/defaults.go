@@ -17,9 +17,9 @@ func DefaultFrameworks() []string {
 		configv1alpha1.FrameworkStatefulSet, configv1alpha1.FrameworkLeaderWorkerSet}
 }
 
-// DefaultPodNamespaceSelector selects every namespace but kube-system and
+// DefaultManagedNamespaceSelector selects every namespace but kube-system and
 // berth-system.
-func DefaultPodNamespaceSelector() *metav1.LabelSelector {
+func DefaultManagedNamespaceSelector() *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key:      corev1.LabelMetadataName,
 		Operator: metav1.LabelSelectorOpNotIn,
@@ -56,8 +56,11 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	if cfg.Integrations.PodOptions == nil {
 		cfg.Integrations.PodOptions = &configv1alpha1.PodIntegrationOptions{}
 	}
+	if cfg.ManagedJobsNamespaceSelector == nil {
+		cfg.ManagedJobsNamespaceSelector = DefaultManagedNamespaceSelector()
+	}
 	if cfg.Integrations.PodOptions.NamespaceSelector == nil {
-		cfg.Integrations.PodOptions.NamespaceSelector = DefaultPodNamespaceSelector()
+		cfg.Integrations.PodOptions.NamespaceSelector = cfg.ManagedJobsNamespaceSelector.DeepCopy()
 	}
 	if fs := cfg.FairSharing; fs != nil && fs.PreemptionStrategies == nil {
 		fs.PreemptionStrategies = []configv1alpha1.PreemptionStrategy{configv1alpha1.LessThanOrEqualToFinalShare, configv1alpha1.LessThanInitialShare}

@@ -41,6 +41,9 @@ func defaulted() *configv1alpha1.Configuration {
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: "NotIn", Values: []string{"kube-system", "berth-system"}}},
 			}},
 		},
+		ManagedJobsNamespaceSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: "NotIn", Values: []string{"kube-system", "berth-system"}}},
+		},
 		WaitForPodsReady: configv1alpha1.WaitForPodsReady{
 			Timeout:        &metav1.Duration{Duration: 5 * time.Minute},
 			BlockAdmission: ptr.To(false),
@@ -91,6 +94,15 @@ func TestSetDefaults(t *testing.T) {
 			want: func() *configv1alpha1.Configuration {
 				cfg := defaulted()
 				cfg.Integrations.Frameworks = []string{}
+				return cfg
+			}(),
+		},
+		"pods are held where managedJobsNamespaceSelector says": {
+			in: &configv1alpha1.Configuration{ManagedJobsNamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}},
+			want: func() *configv1alpha1.Configuration {
+				cfg := defaulted()
+				cfg.ManagedJobsNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+				cfg.Integrations.PodOptions.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 				return cfg
 			}(),
 		},

@@ -40,6 +40,7 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 		errs = append(errs, dnsSubdomain(name, field.NewPath("defaultSchedulerName"))...)
 	}
 	errs = append(errs, validateFrameworks(cfg.Integrations.Frameworks, field.NewPath("integrations", "frameworks"))...)
+	errs = append(errs, validatePodNamespaceSelector(cfg.ManagedJobsNamespaceSelector, field.NewPath("managedJobsNamespaceSelector"))...)
 	if po := cfg.Integrations.PodOptions; po != nil {
 		errs = append(errs, validatePodNamespaceSelector(po.NamespaceSelector, field.NewPath("integrations", "podOptions", "namespaceSelector"))...)
 	}

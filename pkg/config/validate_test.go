@@ -184,6 +184,15 @@ func TestValidate(t *testing.T) {
 				"FieldValueInvalid integrations.podOptions.namespaceSelector",
 			},
 		},
+		"a managed namespace selector that selects the system namespaces": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.ManagedJobsNamespaceSelector = &metav1.LabelSelector{}
+			},
+			wantFields: []string{
+				"FieldValueInvalid managedJobsNamespaceSelector",
+				"FieldValueInvalid managedJobsNamespaceSelector",
+			},
+		},
 		"a pod namespace selector that does not parse": {
 			change: func(cfg *configv1alpha1.Configuration) {
 				cfg.Integrations.PodOptions.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}

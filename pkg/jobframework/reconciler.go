@@ -47,10 +47,11 @@ type JobReconciler struct {
 	writer      workloadwriter.Writer
 	recorder    events.EventRecorder
 	integration *Integration
-	// manageWithoutQueueName makes Berth manage jobs without the queue
-	// label too; they wait with a condition that says they have no queue.
-	manageWithoutQueueName bool
-	backoff                workload.Backoff
+	// opts.ManageJobsWithoutQueueName makes Berth manage jobs without the
+	// queue label too, in opts.ManagedNamespaces; they wait with a condition
+	// that says they have no queue.
+	opts    Options
+	backoff workload.Backoff
 }
 
 // groupRequest marks the request of a composed job: its name follows. No
@@ -83,7 +84,10 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	// A job that has a Workload stays Berth's until the Workload is done,
 	// label or not: its quota must be given back when it ends.
-	managed := QueueName(obj) != "" || r.manageWithoutQueueName
+	managed, err := r.opts.Holds(ctx, r.client, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if wl == nil && (!managed || r.integration.HoldOnlyAtCreation && !job.IsSuspended()) {
 		// A job that can be held only at creation and was not is not
 		// Berth's: it started outside the queue.

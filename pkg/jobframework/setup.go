@@ -37,6 +37,10 @@ type Options struct {
 	// PodNamespaces selects, by their labels, the namespaces whose queued
 	// pods Berth holds; nil selects every namespace.
 	PodNamespaces labels.Selector
+	// ManagedNamespaces selects, by their labels, the namespaces whose jobs
+	// without the queue label Berth takes (see DefaultQueue); nil selects
+	// every namespace.
+	ManagedNamespaces labels.Selector
 }
 
 // requestOfJob is the request of the job obj belongs to: the composed job
@@ -86,7 +90,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	err := b.Complete(shutdown.UntilStopped(&JobReconciler{
 		client: mgr.GetClient(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
-		manageWithoutQueueName: opts.ManageJobsWithoutQueueName, backoff: opts.Backoff,
+		opts: opts, backoff: opts.Backoff,
 	}))
 	if err != nil {
 		return err

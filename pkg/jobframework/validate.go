@@ -69,7 +69,10 @@ var _ admission.CustomValidator = (*validator)(nil) //nolint:staticcheck // see 
 // ValidateCreate refuses a new job that cannot become a Workload.
 func (v *validator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	job, err := v.wrap(obj)
-	if err != nil || !v.managed(job) {
+	if err != nil {
+		return nil, err
+	}
+	if managed, err := v.managed(ctx, job); err != nil || !managed {
 		return nil, err
 	}
 	if selected, err := v.integration.selects(ctx, v.client, job.Object(), v.opts); err != nil || !selected {
@@ -107,8 +110,11 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if c, ok := newJob.(JobWithUpdateChecks); ok {
 		errs = c.ValidateOnUpdate(oldJob)
 	}
-	if len(errs) > 0 || (!v.managed(oldJob) && !v.managed(newJob)) {
+	if len(errs) > 0 {
 		return nil, v.invalid(newJob, errs)
+	}
+	if managed, err := v.managedEither(ctx, oldJob, newJob); err != nil || !managed {
+		return nil, err
 	}
 	wl, err := v.workloadOf(ctx, newJob)
 	if err != nil {
@@ -151,8 +157,18 @@ func (v *validator) wrap(obj runtime.Object) (GenericJob, error) {
 	return v.integration.Wrap(cobj)
 }
 
-func (v *validator) managed(job GenericJob) bool {
-	return QueueName(job.Object()) != "" || v.opts.ManageJobsWithoutQueueName
+// managed reports whether Berth holds job.
+func (v *validator) managed(ctx context.Context, job GenericJob) (bool, error) {
+	return v.opts.Holds(ctx, v.client, job.Object())
+}
+
+// managedEither reports whether Berth holds the job before or after a
+// change: removing the label does not free it.
+func (v *validator) managedEither(ctx context.Context, oldJob, newJob GenericJob) (bool, error) {
+	if managed, err := v.managed(ctx, oldJob); err != nil || managed {
+		return managed, err
+	}
+	return v.managed(ctx, newJob)
 }
 
 // fromController reports whether Berth's controller itself sent req.

@@ -41,8 +41,12 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 		return fmt.Errorf("unexpected object %T", obj)
 	}
 	queue := QueueName(cobj)
-	if queue == "" && !d.opts.ManageJobsWithoutQueueName {
-		return nil
+	if queue == "" {
+		var held bool
+		var err error
+		if queue, held, err = d.opts.unlabelledQueue(ctx, d.client, cobj); err != nil || !held {
+			return err
+		}
 	}
 	if selected, err := d.integration.selects(ctx, d.client, cobj, d.opts); err != nil || !selected {
 		return err

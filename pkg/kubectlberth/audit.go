@@ -116,7 +116,7 @@ func auditInput(ctx context.Context, c client.Reader, ns string) (audit.Input, e
 	for i := range lqs.Items {
 		in.LocalQueues = append(in.LocalQueues, &lqs.Items[i])
 	}
-	selector, err := metav1.LabelSelectorAsSelector(config.DefaultPodNamespaceSelector())
+	selector, err := metav1.LabelSelectorAsSelector(config.DefaultManagedNamespaceSelector())
 	if err != nil {
 		return audit.Input{}, err
 	}

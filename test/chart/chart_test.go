@@ -529,7 +529,7 @@ func TestValues(t *testing.T) {
 				{mutating, []string{"webhooks", "0", "namespaceSelector", "matchExpressions", "0", "values"}, "[kube-system, batch]"},
 				{"ConfigMap batch/berth-controller-config", []string{"data", configKey, "leaderElection", "resourceNamespace"}, "batch"},
 				{"ConfigMap batch/berth-controller-config", []string{"data", configKey, "internalCertManagement", "webhookServiceNamespace"}, "batch"},
-				{"ConfigMap batch/berth-controller-config", []string{"data", configKey, "integrations", "podOptions", "namespaceSelector", "matchExpressions", "0", "values"},
+				{"ConfigMap batch/berth-controller-config", []string{"data", configKey, "managedJobsNamespaceSelector", "matchExpressions", "0", "values"},
 					"[kube-system, berth-system, batch]"},
 			},
 		},

@@ -307,10 +307,10 @@ type ProvisioningRequestRetryStrategy struct {
 	BackoffLimitCount *int32 `json:"backoffLimitCount,omitempty"`
 
 	// BackoffBaseSeconds is the wait before the first retry; each next
-	// doubles it. Default 60.
+	// doubles it. Default 60; 0 tries again at once, every time.
 	//
 	// +optional
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	BackoffBaseSeconds *int32 `json:"backoffBaseSeconds,omitempty"`
 
 	// BackoffMaxSeconds caps the wait. Default 1800.

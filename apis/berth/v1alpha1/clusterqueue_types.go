@@ -263,53 +263,42 @@ type FlavorUsage struct {
 // several flavors at once and moving it to a better one; Berth keeps it
 // and does not act on it.
 type ConcurrentAdmissionPolicy struct {
-	// MigrationConstraints say when a workload may move to another flavor.
-	MigrationConstraints ConcurrentAdmissionMigrationConstraints `json:"migrationConstraints"`
-
-	// ExplicitVariants are the flavor sets to try.
-	//
-	// +optional
-	// +kubebuilder:validation:MaxItems=16
-	ExplicitVariants []ConcurrentAdmissionVariant `json:"explicitVariants,omitempty"`
+	// Migration says when a workload admitted in one flavor moves to a
+	// more preferred one.
+	Migration ConcurrentAdmissionMigration `json:"migration"`
 }
 
-// ConcurrentAdmissionMigrationConstraints say when a workload may move.
-type ConcurrentAdmissionMigrationConstraints struct {
-	// Mode is NoMigration or UpgradeOnly.
+// ConcurrentAdmissionMigration says when a workload moves to another
+// flavor.
+type ConcurrentAdmissionMigration struct {
+	// Mode is TryPreferredFlavors (keep trying the flavors the queue
+	// prefers, and move there) or RetainFirstAdmission (stay where first
+	// admitted).
 	//
-	// +kubebuilder:validation:Enum=NoMigration;UpgradeOnly
+	// +kubebuilder:validation:Enum=TryPreferredFlavors;RetainFirstAdmission
 	Mode string `json:"mode"`
 
-	// MinTargetFlavor is the least preferred flavor a workload may move to.
+	// Constraints limit the flavors a workload may move to.
 	//
 	// +optional
-	MinTargetFlavor *ResourceFlavorReference `json:"minTargetFlavor,omitempty"`
+	Constraints *ConcurrentAdmissionConstraints `json:"constraints,omitempty"`
 }
 
-// ConcurrentAdmissionVariant is one set of flavors to try.
-type ConcurrentAdmissionVariant struct {
-	// Name names the variant.
-	//
-	// +kubebuilder:validation:MaxLength=63
-	Name string `json:"name"`
-
-	// AllowedResourceFlavors are the flavors it may use.
+// ConcurrentAdmissionConstraints limit where a workload may move.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.minPreferredFlavorName) && has(self.lastAcceptableFlavorName))",message="at most one of minPreferredFlavorName and lastAcceptableFlavorName"
+type ConcurrentAdmissionConstraints struct {
+	// MinPreferredFlavorName is the least preferred flavor, in the queue's
+	// order, that a workload may move to.
 	//
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
-	AllowedResourceFlavors []ResourceFlavorReference `json:"allowedResourceFlavors,omitempty"`
+	MinPreferredFlavorName *ResourceFlavorReference `json:"minPreferredFlavorName,omitempty"`
 
-	// CreateDelaySeconds delays trying it.
+	// LastAcceptableFlavorName is Kueue's other name for
+	// MinPreferredFlavorName.
 	//
 	// +optional
-	// +kubebuilder:validation:Minimum=0
-	CreateDelaySeconds *int32 `json:"createDelaySeconds,omitempty"`
-
-	// MaxDeleteDelaySeconds bounds how long it is tried.
-	//
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	MaxDeleteDelaySeconds *int32 `json:"maxDeleteDelaySeconds,omitempty"`
+	LastAcceptableFlavorName *ResourceFlavorReference `json:"lastAcceptableFlavorName,omitempty"`
 }
 
 // ClusterQueueStatus is what a ClusterQueue holds and uses.

@@ -49,6 +49,18 @@ type Configuration struct {
 	// Default false: such jobs run as if Berth were not installed.
 	ManageJobsWithoutQueueName bool `json:"manageJobsWithoutQueueName,omitempty"`
 
+	// ManagedJobsNamespaceSelector selects the namespaces whose jobs without
+	// the berth.dev/queue-name label Berth takes: there such a job goes to
+	// the namespace's LocalQueue named "default" when one exists (the label
+	// is written at creation), and is held with ManageJobsWithoutQueueName
+	// otherwise. Labelled Jobs and JobSets are Berth's in every namespace;
+	// plain pods, Deployments, StatefulSets and LeaderWorkerSets only in
+	// these (or in integrations.podOptions.namespaceSelector, when set).
+	// Default: every namespace but kube-system and berth-system. The
+	// webhooks' namespaceSelector for unlabelled jobs must select the same
+	// namespaces.
+	ManagedJobsNamespaceSelector *metav1.LabelSelector `json:"managedJobsNamespaceSelector,omitempty"`
+
 	// WaitForPodsReady evicts and requeues an admitted workload whose pods
 	// are not all ready in time, or stop being ready for too long, so that
 	// a job that cannot run gives its quota back; with BlockAdmission,
@@ -315,9 +327,11 @@ type Integrations struct {
 // PodIntegrationOptions says which plain pods Berth holds.
 type PodIntegrationOptions struct {
 	// NamespaceSelector selects the namespaces whose queued pods Berth
-	// holds; pods elsewhere are never touched, label or not. Default: every
-	// namespace but kube-system and berth-system, whose pods must never wait
-	// on Berth (its own among them).
+	// holds; pods elsewhere are never touched, label or not. Kueue's older
+	// name for ManagedJobsNamespaceSelector, which it defaults to; set both
+	// only to hold pods in fewer namespaces than other jobs. Neither may
+	// select kube-system or berth-system, whose pods must never wait on
+	// Berth (its own among them).
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 

@@ -84,6 +84,11 @@ func (in *Configuration) DeepCopyInto(out *Configuration) {
 	out.Webhook = in.Webhook
 	in.InternalCertManagement.DeepCopyInto(&out.InternalCertManagement)
 	in.Integrations.DeepCopyInto(&out.Integrations)
+	if in.ManagedJobsNamespaceSelector != nil {
+		in, out := &in.ManagedJobsNamespaceSelector, &out.ManagedJobsNamespaceSelector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	in.WaitForPodsReady.DeepCopyInto(&out.WaitForPodsReady)
 	in.Preemption.DeepCopyInto(&out.Preemption)
 	in.NodeFailures.DeepCopyInto(&out.NodeFailures)

@@ -93,10 +93,11 @@ release's namespace and the convenience values applied.
 {{- with .Values.integrations.frameworks }}
 {{- $_ = set $int "frameworks" . }}
 {{- end }}
-{{- $sel := dig "podOptions" "namespaceSelector" dict $int }}
+{{- range $sel := list (dig "podOptions" "namespaceSelector" dict $int) (get $cfg "managedJobsNamespaceSelector" | default dict) }}
 {{- range (get $sel "matchExpressions" | default list) }}
 {{- if and (eq .key "kubernetes.io/metadata.name") (eq .operator "NotIn") (not (has $ns .values)) }}
-{{- $_ = set . "values" (append .values $ns) }}
+{{- $_ := set . "values" (append .values $ns) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- $_ = set $cfg "integrations" $int }}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -19,8 +21,9 @@ func init() {
 		Name:        configv1alpha1.FrameworkDeployment,
 		GVK:         appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		AddToScheme: appsv1.AddToScheme,
-		Setup: func(mgr ctrl.Manager, _ jobframework.Options) error {
-			return ctrl.NewWebhookManagedBy(mgr, &appsv1.Deployment{}).WithDefaulter(labeler{}).Complete()
+		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
+			l := labeler{client: mgr.GetClient(), opts: opts}
+			return ctrl.NewWebhookManagedBy(mgr, &appsv1.Deployment{}).WithDefaulter(l).Complete()
 		},
 	})
 }
@@ -28,14 +31,23 @@ func init() {
 // labeler keeps the pod template's queue and priority labels those of the
 // Deployment: set when the Deployment has them, removed when it has not.
 // A change rolls the Deployment out, and its new pods queue where it says.
-type labeler struct{}
+// A new Deployment without a queue gets its namespace's default LocalQueue.
+type labeler struct {
+	client client.Reader
+	opts   jobframework.Options
+}
 
 var _ admission.Defaulter[*appsv1.Deployment] = labeler{}
 
 // Default hands the labels down.
-func (labeler) Default(_ context.Context, d *appsv1.Deployment) error {
+func (l labeler) Default(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil {
 		return fmt.Errorf("no Deployment in the request")
+	}
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		if err := l.opts.DefaultQueue(ctx, l.client, d); err != nil {
+			return err
+		}
 	}
 	jobframework.HandDownLabels(d.Labels, &d.Spec.Template.Labels)
 	return nil

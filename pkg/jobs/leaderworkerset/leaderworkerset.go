@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -30,8 +32,8 @@ func init() {
 	jobframework.Register(&jobframework.Integration{
 		Name: configv1alpha1.FrameworkLeaderWorkerSet,
 		GVK:  GVK,
-		Setup: func(mgr ctrl.Manager, _ jobframework.Options) error {
-			mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: labeler{}})
+		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
+			mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: labeler{client: mgr.GetClient(), opts: opts}})
 			return nil
 		},
 	})
@@ -39,14 +41,23 @@ func init() {
 
 // labeler hands a LeaderWorkerSet's queue and priority labels down to its
 // worker template, and to its leader template when it has one (without,
-// the leader is made from the worker template).
-type labeler struct{}
+// the leader is made from the worker template). A new LeaderWorkerSet
+// without a queue gets its namespace's default LocalQueue.
+type labeler struct {
+	client client.Reader
+	opts   jobframework.Options
+}
 
 // Handle patches the templates' labels.
-func (labeler) Handle(_ context.Context, req admission.Request) admission.Response {
+func (l labeler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Operation == admissionv1.Create {
+		if err := l.opts.DefaultQueue(ctx, l.client, obj); err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
 	}
 	labels := obj.GetLabels()
 	if policy, _, _ := unstructured.NestedString(obj.Object, "spec", "startupPolicy"); policy == "LeaderReady" && labels[berthv1alpha1.QueueNameLabel] != "" {

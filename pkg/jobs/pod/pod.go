@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,14 +64,7 @@ func selects(ctx context.Context, c client.Reader, obj client.Object, opts jobfr
 	if held, err := heldOwner(ctx, c, obj, opts); err != nil || held {
 		return false, err
 	}
-	if opts.PodNamespaces == nil {
-		return true, nil
-	}
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: obj.GetNamespace()}, ns); err != nil {
-		return false, fmt.Errorf("reading the labels of namespace %s: %w", obj.GetNamespace(), err)
-	}
-	return opts.PodNamespaces.Matches(labels.Set(ns.Labels)), nil
+	return jobframework.NamespaceSelected(ctx, c, obj.GetNamespace(), opts.PodNamespaces)
 }
 
 // heldOwner reports whether the controller of obj is a job that Berth
@@ -98,8 +90,8 @@ func heldOwner(ctx context.Context, c client.Reader, obj client.Object, opts job
 		if owner.GetUID() != ref.UID {
 			return false, nil
 		}
-		if jobframework.QueueName(owner) != "" || opts.ManageJobsWithoutQueueName {
-			return true, nil
+		if held, err := opts.Holds(ctx, c, owner); err != nil || held {
+			return held, err
 		}
 		ref = metav1.GetControllerOf(owner)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -23,26 +25,36 @@ func init() {
 		Name:        configv1alpha1.FrameworkStatefulSet,
 		GVK:         appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
 		AddToScheme: appsv1.AddToScheme,
-		Setup: func(mgr ctrl.Manager, _ jobframework.Options) error {
-			return ctrl.NewWebhookManagedBy(mgr, &appsv1.StatefulSet{}).WithDefaulter(labeler{}).Complete()
+		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
+			l := labeler{client: mgr.GetClient(), opts: opts}
+			return ctrl.NewWebhookManagedBy(mgr, &appsv1.StatefulSet{}).WithDefaulter(l).Complete()
 		},
 	})
 }
 
 // labeler hands the StatefulSet's queue and priority labels down to its pod
 // template, and puts its pods in one group, named after it. The group label
-// is set once: a change of the template rolls the StatefulSet out.
-type labeler struct{}
+// is set once: a change of the template rolls the StatefulSet out. A new
+// StatefulSet without a queue gets its namespace's default LocalQueue.
+type labeler struct {
+	client client.Reader
+	opts   jobframework.Options
+}
 
 var _ admission.Defaulter[*appsv1.StatefulSet] = labeler{}
 
 // Default labels the template.
-func (labeler) Default(_ context.Context, sts *appsv1.StatefulSet) error {
+func (l labeler) Default(ctx context.Context, sts *appsv1.StatefulSet) error {
 	if sts == nil {
 		return fmt.Errorf("no StatefulSet in the request")
 	}
 	if metav1.GetControllerOf(sts) != nil {
 		return nil
+	}
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		if err := l.opts.DefaultQueue(ctx, l.client, sts); err != nil {
+			return err
+		}
 	}
 	jobframework.HandDownLabels(sts.Labels, &sts.Spec.Template.Labels)
 	if sts.Labels[berthv1alpha1.QueueNameLabel] == "" {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -121,38 +122,11 @@ func TestInstallManifests(t *testing.T) {
 	} else {
 		in.get(t, "MutatingWebhookConfiguration", icm.MutatingWebhookConfigurationName, &hook)
 	}
-	queued, unqueued := labels.Set{berthv1alpha1.QueueNameLabel: "training"}, labels.Set{"app": "other"}
 	for _, w := range hook.Webhooks {
 		if s := w.ClientConfig.Service; s == nil || s.Name != icm.WebhookServiceName || s.Namespace != icm.WebhookServiceNamespace {
 			t.Errorf("webhook %s calls %+v, but the controller's certificate is for the Service %s/%s", w.Name, w.ClientConfig, icm.WebhookServiceNamespace, icm.WebhookServiceName)
 		}
-		// Berth leaves unlabelled jobs alone unless told otherwise, so an
-		// unreachable controller must not hold them up.
-		selector, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !selector.Matches(queued) || (!cfg.ManageJobsWithoutQueueName && selector.Matches(unqueued)) {
-			t.Errorf("webhook %s selects %v: want jobs with %s, and no others while manageJobsWithoutQueueName is false", w.Name, w.ObjectSelector, berthv1alpha1.QueueNameLabel)
-		}
-		// Pods and Deployments come only from the namespaces the
-		// configuration selects: never the cluster's own, nor Berth's.
-		if resources := w.Rules[0].Resources; slices.Contains(resources, "pods") || slices.Contains(resources, "deployments") {
-			webhookNS, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
-			if err != nil {
-				t.Fatal(err)
-			}
-			configNS, err := metav1.LabelSelectorAsSelector(cfg.Integrations.PodOptions.NamespaceSelector)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ns := range []string{"kube-system", "berth-system", "team-a"} {
-				l := labels.Set{corev1.LabelMetadataName: ns}
-				if webhookNS.Matches(l) != configNS.Matches(l) || (ns != "team-a") == webhookNS.Matches(l) {
-					t.Errorf("webhook %s selects namespace %s: %v, the configuration: %v; want only team-a", w.Name, ns, webhookNS.Matches(l), configNS.Matches(l))
-				}
-			}
-		}
+		checkWebhookSelectors(t, w, cfg)
 	}
 	if len(hook.Webhooks) == 0 {
 		t.Error("the MutatingWebhookConfiguration has no webhooks")
@@ -280,6 +254,48 @@ func checkBindings(t *testing.T, in install, namespace, account string, cfg *con
 	} {
 		if ns != role.Namespace {
 			t.Errorf("%s is in %s, but the Role that allows it is in %s", what, ns, role.Namespace)
+		}
+	}
+}
+
+// checkWebhookSelectors checks what a mutating webhook of the install is
+// called for. Berth leaves unlabelled jobs alone unless told otherwise, so
+// an unreachable controller must not hold them up: only the *-unlabelled
+// webhooks see them, at creation, in the namespaces the configuration's
+// managedJobsNamespaceSelector selects (for their default LocalQueue).
+// Pods and Deployments come only from the namespaces the configuration
+// selects: never the cluster's own, nor Berth's.
+func checkWebhookSelectors(t *testing.T, w admissionregistrationv1.MutatingWebhook, cfg *configv1alpha1.Configuration) {
+	t.Helper()
+	queued, unqueued := labels.Set{berthv1alpha1.QueueNameLabel: "training"}, labels.Set{"app": "other"}
+	selector, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configNS := cfg.Integrations.PodOptions.NamespaceSelector
+	if strings.HasSuffix(w.Name, "-unlabelled.berth.dev") {
+		if selector.Matches(queued) || !selector.Matches(unqueued) || !slices.Equal(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+			t.Errorf("webhook %s selects %v on %v: want the creation of jobs without %s alone", w.Name, w.ObjectSelector, w.Rules[0].Operations, berthv1alpha1.QueueNameLabel)
+		}
+		configNS = cfg.ManagedJobsNamespaceSelector
+	} else if !selector.Matches(queued) || (!cfg.ManageJobsWithoutQueueName && selector.Matches(unqueued)) {
+		t.Errorf("webhook %s selects %v: want jobs with %s, and no others while manageJobsWithoutQueueName is false", w.Name, w.ObjectSelector, berthv1alpha1.QueueNameLabel)
+	}
+	if resources := w.Rules[0].Resources; !strings.HasSuffix(w.Name, "-unlabelled.berth.dev") && !slices.Contains(resources, "pods") && !slices.Contains(resources, "deployments") {
+		return
+	}
+	webhookNS, err := metav1.LabelSelectorAsSelector(w.NamespaceSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNS, err := metav1.LabelSelectorAsSelector(configNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"kube-system", "berth-system", "team-a"} {
+		l := labels.Set{corev1.LabelMetadataName: ns}
+		if webhookNS.Matches(l) != wantNS.Matches(l) || (ns != "team-a") == webhookNS.Matches(l) {
+			t.Errorf("webhook %s selects namespace %s: %v, the configuration: %v; want only team-a", w.Name, ns, webhookNS.Matches(l), wantNS.Matches(l))
 		}
 	}
 }

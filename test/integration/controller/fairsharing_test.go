@@ -62,7 +62,7 @@ func TestSettingsOfDisabledFeaturesAreNamed(t *testing.T) {
 	cohort.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: ptr.To(resource.MustParse("2"))}
 	cq := utiltesting.MakeClusterQueue(unique("cq")).Cohort(cohortName).Weight("3").AdmissionFairSharing().
 		ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).Resource("cpu", "4").Obj()).Obj()
-	cq.Spec.ConcurrentAdmissionPolicy = &berthv1alpha1.ConcurrentAdmissionPolicy{MigrationConstraints: berthv1alpha1.ConcurrentAdmissionMigrationConstraints{Mode: "UpgradeOnly"}}
+	cq.Spec.ConcurrentAdmissionPolicy = &berthv1alpha1.ConcurrentAdmissionPolicy{Migration: berthv1alpha1.ConcurrentAdmissionMigration{Mode: "TryPreferredFlavors"}}
 	ns := namespace(t, nil)
 	lq := utiltesting.MakeLocalQueue("main", ns, cq.Name)
 	lq.Spec.FairSharing = &berthv1alpha1.FairSharing{Weight: ptr.To(resource.MustParse("2"))}

@@ -105,14 +105,14 @@ func startManager(tune ...func(*controllermanager.Options)) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	podNamespaces, err := metav1.LabelSelectorAsSelector(berthconfig.DefaultPodNamespaceSelector())
+	podNamespaces, err := metav1.LabelSelectorAsSelector(berthconfig.DefaultManagedNamespaceSelector())
 	if err != nil {
 		cancel()
 		return err
 	}
 	opts := controllermanager.Options{
 		Controllers:  controller.Options{WorkloadConcurrency: 4},
-		Jobs:         jobframework.Options{PodNamespaces: podNamespaces},
+		Jobs:         jobframework.Options{PodNamespaces: podNamespaces, ManagedNamespaces: podNamespaces},
 		Integrations: integrations,
 	}
 	for _, t := range tune {

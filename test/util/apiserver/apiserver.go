@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,6 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	autoscalingv1 "github.com/berth-dev/berth/apis/autoscaling/v1"
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -69,22 +73,61 @@ func AssetsDir() string {
 }
 
 // Option adds to what Start installs.
-type Option func(*envtest.Environment)
+type Option func(*envtest.Environment) error
 
 // WithCRDs installs the CRDs found in paths too.
 func WithCRDs(paths ...string) Option {
-	return func(env *envtest.Environment) {
+	return func(env *envtest.Environment) error {
 		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, paths...)
+		return nil
 	}
 }
 
-// WithWebhooks installs the webhook configurations found in paths,
+// WithWebhooks installs the webhook configurations that the kustomization
+// in dir renders (selectors and all, as an install would have them),
 // pointed at a local webhook server whose address and certificates are in
 // Server.Webhook.
-func WithWebhooks(paths ...string) Option {
-	return func(env *envtest.Environment) {
-		env.WebhookInstallOptions.Paths = append(env.WebhookInstallOptions.Paths, paths...)
+func WithWebhooks(dir string) Option {
+	return func(env *envtest.Environment) error {
+		mutating, validating, err := renderWebhooks(dir)
+		if err != nil {
+			return err
+		}
+		env.WebhookInstallOptions.MutatingWebhooks = append(env.WebhookInstallOptions.MutatingWebhooks, mutating...)
+		env.WebhookInstallOptions.ValidatingWebhooks = append(env.WebhookInstallOptions.ValidatingWebhooks, validating...)
+		return nil
 	}
+}
+
+// renderWebhooks builds the kustomization in dir and keeps its webhook
+// configurations.
+func renderWebhooks(dir string) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendering the webhooks of %s: %w", dir, err)
+	}
+	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
+	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, r := range resources.Resources() {
+		doc, err := r.AsYAML()
+		if err != nil {
+			return nil, nil, err
+		}
+		switch r.GetKind() {
+		case "MutatingWebhookConfiguration":
+			c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			err = yaml.UnmarshalStrict(doc, c)
+			mutating = append(mutating, c)
+		case "ValidatingWebhookConfiguration":
+			c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			err = yaml.UnmarshalStrict(doc, c)
+			validating = append(validating, c)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading %s %s: %w", r.GetKind(), r.GetName(), err)
+		}
+	}
+	return mutating, validating, nil
 }
 
 // WithOwnerReferencesPermissionEnforcement runs the API server as clusters
@@ -92,8 +135,9 @@ func WithWebhooks(paths ...string) Option {
 // blockOwnerDeletion on an owner reference takes permission to update the
 // owner's finalizers.
 func WithOwnerReferencesPermissionEnforcement() Option {
-	return func(env *envtest.Environment) {
+	return func(env *envtest.Environment) error {
 		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+		return nil
 	}
 }
 
@@ -115,7 +159,9 @@ func Start(opts ...Option) (*Server, error) {
 		ErrorIfCRDPathMissing: true,
 	}
 	for _, opt := range opts {
-		opt(env)
+		if err := opt(env); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,99 @@
+package jobframework
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+)
+
+// takesUnlabelled reports whether Berth takes obj, a job without the queue
+// label, when its namespace has a default LocalQueue or
+// ManageJobsWithoutQueueName is set: only in the namespaces
+// ManagedNamespaces selects, and never a part of a job of an integrated
+// kind (a JobSet's Jobs, a LeaderWorkerSet's StatefulSets), which waits
+// with that job. A pod with any controller is its controller's: its
+// Deployment, StatefulSet or Job takes the queue, not each pod.
+func (o Options) takesUnlabelled(ctx context.Context, c client.Reader, obj client.Object) (bool, error) {
+	if owner := metav1.GetControllerOf(obj); owner != nil {
+		if _, isPod := obj.(*corev1.Pod); isPod {
+			return false, nil
+		}
+		if _, integrated := ForKind(schema.FromAPIVersionAndKind(owner.APIVersion, owner.Kind)); integrated {
+			return false, nil
+		}
+	}
+	return NamespaceSelected(ctx, c, obj.GetNamespace(), o.ManagedNamespaces)
+}
+
+// NamespaceSelected reports whether sel selects namespace ns; a nil sel
+// selects every namespace.
+func NamespaceSelected(ctx context.Context, c client.Reader, ns string, sel labels.Selector) (bool, error) {
+	if sel == nil {
+		return true, nil
+	}
+	namespace := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, namespace); err != nil {
+		return false, fmt.Errorf("reading the labels of namespace %s: %w", ns, err)
+	}
+	return sel.Matches(labels.Set(namespace.Labels)), nil
+}
+
+// unlabelledQueue is the queue of obj, a new job without the queue label:
+// its namespace's default LocalQueue, whose name it then writes in the
+// label, or none. held says whether Berth holds it: with a queue, or with
+// ManageJobsWithoutQueueName.
+func (o Options) unlabelledQueue(ctx context.Context, c client.Reader, obj client.Object) (queue string, held bool, err error) {
+	if taken, err := o.takesUnlabelled(ctx, c, obj); err != nil || !taken {
+		return "", false, err
+	}
+	// From the cache: every job created in a managed namespace passes here,
+	// and a default LocalQueue made a moment before is a race its maker
+	// can see (the job runs unqueued, as it would have a moment earlier).
+	queues := &berthv1alpha1.LocalQueueList{}
+	if err := c.List(ctx, queues, client.InNamespace(obj.GetNamespace())); err != nil {
+		return "", false, fmt.Errorf("listing the LocalQueues of namespace %s: %w", obj.GetNamespace(), err)
+	}
+	for i := range queues.Items {
+		if queues.Items[i].Name == berthv1alpha1.DefaultLocalQueueName {
+			l := obj.GetLabels()
+			if l == nil {
+				l = map[string]string{}
+			}
+			l[berthv1alpha1.QueueNameLabel] = berthv1alpha1.DefaultLocalQueueName
+			obj.SetLabels(l)
+			return berthv1alpha1.DefaultLocalQueueName, true, nil
+		}
+	}
+	return "", o.ManageJobsWithoutQueueName, nil
+}
+
+// Holds reports whether Berth holds obj, an existing job: one with the queue
+// label, or, with ManageJobsWithoutQueueName, one without that Berth takes.
+func (o Options) Holds(ctx context.Context, c client.Reader, obj client.Object) (bool, error) {
+	if QueueName(obj) != "" {
+		return true, nil
+	}
+	if !o.ManageJobsWithoutQueueName {
+		return false, nil
+	}
+	return o.takesUnlabelled(ctx, c, obj)
+}
+
+// DefaultQueue writes the namespace's default LocalQueue in the queue label
+// of obj, a new job of a kind whose pods carry its labels (a Deployment, a
+// StatefulSet, a LeaderWorkerSet), when it names no queue and Berth takes
+// it.
+func (o Options) DefaultQueue(ctx context.Context, c client.Reader, obj client.Object) error {
+	if QueueName(obj) != "" {
+		return nil
+	}
+	_, _, err := o.unlabelledQueue(ctx, c, obj)
+	return err
+}

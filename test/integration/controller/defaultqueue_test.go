@@ -1,0 +1,117 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/controllermanager"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+)
+
+// defaultQueueSetup is queueSetup with the namespace's LocalQueue named
+// default too.
+func defaultQueueSetup(t *testing.T) string {
+	t.Helper()
+	ns, cq := queueSetup(t, "4", nil)
+	mustCreate(t, utiltesting.MakeLocalQueue(berthv1alpha1.DefaultLocalQueueName, ns, cq))
+	return ns
+}
+
+func TestDefaultLocalQueueTakesUnlabelledJobs(t *testing.T) {
+	ns := defaultQueueSetup(t)
+	job := utiltesting.MakeJob("unlabelled", ns).Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, job)
+	if got := job.Labels[berthv1alpha1.QueueNameLabel]; got != berthv1alpha1.DefaultLocalQueueName {
+		t.Errorf("the created Job's queue label = %q, want %q", got, berthv1alpha1.DefaultLocalQueueName)
+	}
+	if !ptr.Deref(job.Spec.Suspend, false) {
+		t.Error("the created Job is not suspended")
+	}
+	wl := workloadOf(t, job, "admission through the default LocalQueue", admitted)
+	if wl.Spec.QueueName != berthv1alpha1.DefaultLocalQueueName {
+		t.Errorf("Workload queue = %q, want %q", wl.Spec.QueueName, berthv1alpha1.DefaultLocalQueueName)
+	}
+
+	named := utiltesting.MakeJob("named", ns).Queue("main").Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, named)
+	if got := named.Labels[berthv1alpha1.QueueNameLabel]; got != "main" {
+		t.Errorf("a Job that names its queue was moved to %q", got)
+	}
+
+	// A part of a JobSet waits with its JobSet, which took the queue: its
+	// Jobs (the JobSet controller's, owned by it) must not queue again.
+	js := &jobsetapi.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns},
+		Spec:       jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{replicatedJob("workers", 1, 1)}},
+	}
+	mustCreate(t, js)
+	if got := js.Labels[berthv1alpha1.QueueNameLabel]; got != berthv1alpha1.DefaultLocalQueueName {
+		t.Errorf("the created JobSet's queue label = %q, want %q", got, berthv1alpha1.DefaultLocalQueueName)
+	}
+	part := utiltesting.MakeJob("set-workers-0", ns).Request(corev1.ResourceCPU, "1").Obj()
+	part.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: jobsetapi.GroupVersion.String(), Kind: "JobSet", Name: js.Name, UID: js.UID, Controller: ptr.To(true),
+	}}
+	mustCreate(t, part)
+	if got, ok := part.Labels[berthv1alpha1.QueueNameLabel]; ok {
+		t.Errorf("a JobSet's Job got the queue label %q", got)
+	}
+}
+
+func TestDefaultLocalQueueTakesUnlabelledDeployments(t *testing.T) {
+	ns := defaultQueueSetup(t)
+	pod := utiltesting.MakePod("", ns).Obj()
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "serve", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "serve"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "serve"}}, Spec: pod.Spec},
+		},
+	}
+	mustCreate(t, d)
+	want := map[string]string{"app": "serve", berthv1alpha1.QueueNameLabel: berthv1alpha1.DefaultLocalQueueName}
+	if diff := cmp.Diff(want, d.Spec.Template.Labels); diff != "" {
+		t.Errorf("the created Deployment's template labels (-want +got):\n%s", diff)
+	}
+}
+
+func TestUnlabelledJobsOutsideTheDefaultQueue(t *testing.T) {
+	// No LocalQueue named default: the Job is not Berth's.
+	ns, _ := queueSetup(t, "4", nil)
+	job := utiltesting.MakeJob("free", ns).Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, job)
+	if _, ok := job.Labels[berthv1alpha1.QueueNameLabel]; ok || ptr.Deref(job.Spec.Suspend, false) {
+		t.Errorf("a Job in a namespace without a default LocalQueue was taken: labels %v, suspend %v", job.Labels, job.Spec.Suspend)
+	}
+
+	// A namespace managedJobsNamespaceSelector leaves out: its default
+	// LocalQueue takes nothing, and manageJobsWithoutQueueName holds
+	// nothing there; in a selected one, the unlabelled Job is held.
+	withManager(t, func(o *controllermanager.Options) {
+		o.Jobs.ManagedNamespaces = labels.SelectorFromSet(labels.Set{"berth-test/managed": "true"})
+		o.Jobs.ManageJobsWithoutQueueName = true
+	})
+	left := defaultQueueSetup(t)
+	outside := utiltesting.MakeJob("outside", left).Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, outside)
+	if _, ok := outside.Labels[berthv1alpha1.QueueNameLabel]; ok || ptr.Deref(outside.Spec.Suspend, false) {
+		t.Errorf("a Job in a namespace the selector leaves out was taken: labels %v, suspend %v", outside.Labels, outside.Spec.Suspend)
+	}
+	selected := namespace(t, map[string]string{"berth-test/managed": "true"})
+	held := utiltesting.MakeJob("held", selected).Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, held)
+	if !ptr.Deref(held.Spec.Suspend, false) {
+		t.Error("manageJobsWithoutQueueName: an unlabelled Job in a selected namespace is not held")
+	}
+	workloadOf(t, held, "waiting without a queue", pendingWith("The workload has no spec.queueName"))
+}
