@@ -73,9 +73,12 @@ done
 "${KUBECTL[@]}" create namespace berth-system --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
 wait_for --for=condition=Ready node --all
 
+# Berth first: its webhooks see every new JobSet and LeaderWorkerSet of the
+# managed namespaces (for their default LocalQueue), the controllers' own
+# probes among them.
+"$ROOT/hack/local-berth.sh"
 "$ROOT/hack/local-controller.sh" jobset
 "$ROOT/hack/local-controller.sh" lws
-"$ROOT/hack/local-berth.sh"
 
 # The test double of cluster-autoscaler (test/autoscalerdouble): it answers
 # ProvisioningRequests with kwok nodes.

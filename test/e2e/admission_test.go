@@ -79,3 +79,25 @@ func TestDeletingAJobFreesItsQuota(t *testing.T) {
 	}
 	e.waitCondition("next", "Admitted", "True", "")
 }
+
+// TestDefaultLocalQueueTakesUnlabelledJobs: in a namespace with a LocalQueue
+// named default, a Job without the queue label cannot run around the
+// quota; it is queued there.
+func TestDefaultLocalQueueTakesUnlabelledJobs(t *testing.T) {
+	e := newEnv(t)
+	cq := e.queue("defaulted", "", gpuQuota{flavor: e.flavor("h100"), gpus: "8"})
+	e.localQueue("default", cq)
+	unlabelled := func(name string) string {
+		return strings.Replace(jobManifest(e.ns, name, "none", "", 1, 8, ""), "berth.dev/queue-name: none", "app: "+name, 1)
+	}
+	apply(t, unlabelled("first"))
+	e.waitCondition("first", "Admitted", "True", "")
+	apply(t, unlabelled("second"))
+	e.waitPending("second", "needs 8 nvidia.com/gpu")
+	if got := get(t.Context(), "job", "second", "-n", e.ns, "-o", `jsonpath={.metadata.labels.berth\.dev/queue-name}`); got != "default" {
+		t.Errorf("the unlabelled job's queue label = %q, want default", got)
+	}
+	if !e.suspended(t.Context(), "second") {
+		t.Error("the unlabelled job beyond the quota is not suspended")
+	}
+}
