@@ -7,12 +7,6 @@ const (
 	// A job carrying it is created suspended and runs only once admitted.
 	QueueNameLabel = "berth.dev/queue-name"
 
-	// DefaultLocalQueueName is the LocalQueue that takes the jobs of its
-	// namespace that name none, in the namespaces the controller
-	// configuration's managedJobsNamespaceSelector selects: Berth writes
-	// QueueNameLabel with this name on them when they are created.
-	DefaultLocalQueueName = "default"
-
 	// PriorityClassLabel names the WorkloadPriorityClass of a job. Changing
 	// it on a queued job re-prioritises the waiting workload.
 	PriorityClassLabel = "berth.dev/priority-class"

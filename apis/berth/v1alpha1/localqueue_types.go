@@ -4,6 +4,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// DefaultLocalQueueName is the LocalQueue that takes the jobs of its
+// namespace that name none, in the namespaces the controller
+// configuration's managedJobsNamespaceSelector selects: Berth writes
+// QueueNameLabel with this name on them when they are created.
+const DefaultLocalQueueName = "default"
+
 // LocalQueueSpec names the ClusterQueue a namespace submits to.
 type LocalQueueSpec struct {
 	// ClusterQueue is the ClusterQueue whose quota this queue's workloads
