@@ -3,12 +3,18 @@ package jobframework
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
@@ -45,6 +51,21 @@ func NamespaceSelected(ctx context.Context, c client.Reader, ns string, sel labe
 	return sel.Matches(labels.Set(namespace.Labels)), nil
 }
 
+// defaultQueueExists reports whether namespace ns has a LocalQueue named
+// default.
+func defaultQueueExists(ctx context.Context, c client.Reader, ns string) (bool, error) {
+	// From the cache: every job created in a managed namespace passes here,
+	// and a default LocalQueue made a moment before is a race its maker
+	// can see (the job runs unqueued, as it would have a moment earlier).
+	queues := &berthv1alpha1.LocalQueueList{}
+	if err := c.List(ctx, queues, client.InNamespace(ns)); err != nil {
+		return false, fmt.Errorf("listing the LocalQueues of namespace %s: %w", ns, err)
+	}
+	return slices.ContainsFunc(queues.Items, func(q berthv1alpha1.LocalQueue) bool {
+		return q.Name == berthv1alpha1.DefaultLocalQueueName
+	}), nil
+}
+
 // unlabelledQueue is the queue of obj, a new job without the queue label:
 // its namespace's default LocalQueue, whose name it then writes in the
 // label, or none. held says whether Berth holds it: with a queue, or with
@@ -53,25 +74,36 @@ func (o Options) unlabelledQueue(ctx context.Context, c client.Reader, obj clien
 	if taken, err := o.takesUnlabelled(ctx, c, obj); err != nil || !taken {
 		return "", false, err
 	}
-	// From the cache: every job created in a managed namespace passes here,
-	// and a default LocalQueue made a moment before is a race its maker
-	// can see (the job runs unqueued, as it would have a moment earlier).
-	queues := &berthv1alpha1.LocalQueueList{}
-	if err := c.List(ctx, queues, client.InNamespace(obj.GetNamespace())); err != nil {
-		return "", false, fmt.Errorf("listing the LocalQueues of namespace %s: %w", obj.GetNamespace(), err)
+	found, err := defaultQueueExists(ctx, c, obj.GetNamespace())
+	if err != nil || !found {
+		return "", o.ManageJobsWithoutQueueName, err
 	}
-	for i := range queues.Items {
-		if queues.Items[i].Name == berthv1alpha1.DefaultLocalQueueName {
-			l := obj.GetLabels()
-			if l == nil {
-				l = map[string]string{}
-			}
-			l[berthv1alpha1.QueueNameLabel] = berthv1alpha1.DefaultLocalQueueName
-			obj.SetLabels(l)
-			return berthv1alpha1.DefaultLocalQueueName, true, nil
-		}
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
 	}
-	return "", o.ManageJobsWithoutQueueName, nil
+	l[berthv1alpha1.QueueNameLabel] = berthv1alpha1.DefaultLocalQueueName
+	obj.SetLabels(l)
+	return berthv1alpha1.DefaultLocalQueueName, true, nil
+}
+
+// QueueLabelRemoval refuses taking the queue label off a job where the
+// namespace's default LocalQueue takes the jobs that name none: the job
+// would leave every queue, and run around the quota the default is there
+// to keep.
+func (o Options) QueueLabelRemoval(ctx context.Context, c client.Reader, oldObj, newObj client.Object) (*field.Error, error) {
+	if QueueName(oldObj) == "" || QueueName(newObj) != "" {
+		return nil, nil
+	}
+	if taken, err := o.takesUnlabelled(ctx, c, newObj); err != nil || !taken {
+		return nil, err
+	}
+	if found, err := defaultQueueExists(ctx, c, newObj.GetNamespace()); err != nil || !found {
+		return nil, err
+	}
+	return field.Forbidden(field.NewPath("metadata", "labels").Key(berthv1alpha1.QueueNameLabel), fmt.Sprintf(
+		"cannot be removed: LocalQueue %s takes the jobs of namespace %s that name no queue; name another queue instead",
+		berthv1alpha1.DefaultLocalQueueName, newObj.GetNamespace())), nil
 }
 
 // Holds reports whether Berth holds obj, an existing job: one with the queue
@@ -96,4 +128,26 @@ func (o Options) DefaultQueue(ctx context.Context, c client.Reader, obj client.O
 	}
 	_, _, err := o.unlabelledQueue(ctx, c, obj)
 	return err
+}
+
+// DefaultQueueOnAdmission does, for the webhooks of the kinds whose pods
+// carry their labels, what a default LocalQueue asks of a request: writes
+// it on obj at creation (DefaultQueue), and refuses taking the label off
+// on update (QueueLabelRemoval), naming the field.
+func (o Options) DefaultQueueOnAdmission(ctx context.Context, c client.Reader, req admission.Request, obj client.Object) error {
+	switch req.Operation {
+	case admissionv1.Create:
+		return o.DefaultQueue(ctx, c, obj)
+	case admissionv1.Update:
+		old := &unstructured.Unstructured{}
+		if err := old.UnmarshalJSON(req.OldObject.Raw); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		ferr, err := o.QueueLabelRemoval(ctx, c, old, obj)
+		if err != nil || ferr == nil {
+			return err
+		}
+		return apierrors.NewInvalid(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, obj.GetName(), field.ErrorList{ferr})
+	}
+	return nil
 }

@@ -130,6 +130,15 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 		return nil, err
 	}
 	errs = append(errs, queueLabelChange(oldJob, newJob, wl)...)
+	if wl == nil || !workload.IsFinished(wl) {
+		ferr, err := v.opts.QueueLabelRemoval(ctx, v.client, oldJob.Object(), newJob.Object())
+		if err != nil {
+			return nil, err
+		}
+		if ferr != nil {
+			errs = append(errs, ferr)
+		}
+	}
 	if _, ferr := MaxExecTimeSeconds(newJob.Object()); ferr != nil {
 		errs = append(errs, ferr)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,8 +43,8 @@ func (l labeler) Default(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil {
 		return fmt.Errorf("no Deployment in the request")
 	}
-	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
-		if err := l.opts.DefaultQueue(ctx, l.client, d); err != nil {
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		if err := l.opts.DefaultQueueOnAdmission(ctx, l.client, req, d); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -54,10 +54,11 @@ func (l labeler) Handle(ctx context.Context, req admission.Request) admission.Re
 	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if req.Operation == admissionv1.Create {
-		if err := l.opts.DefaultQueue(ctx, l.client, obj); err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
+	if err := l.opts.DefaultQueueOnAdmission(ctx, l.client, req, obj); err != nil {
+		if apierrors.IsInvalid(err) {
+			return admission.Denied(err.Error())
 		}
+		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	labels := obj.GetLabels()
 	if policy, _, _ := unstructured.NestedString(obj.Object, "spec", "startupPolicy"); policy == "LeaderReady" && labels[berthv1alpha1.QueueNameLabel] != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,8 +50,8 @@ func (l labeler) Default(ctx context.Context, sts *appsv1.StatefulSet) error {
 	if metav1.GetControllerOf(sts) != nil {
 		return nil
 	}
-	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
-		if err := l.opts.DefaultQueue(ctx, l.client, sts); err != nil {
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		if err := l.opts.DefaultQueueOnAdmission(ctx, l.client, req, sts); err != nil {
 			return err
 		}
 	}

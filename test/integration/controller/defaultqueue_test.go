@@ -6,9 +6,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -38,6 +40,18 @@ func TestDefaultLocalQueueTakesUnlabelledJobs(t *testing.T) {
 	wl := workloadOf(t, job, "admission through the default LocalQueue", admitted)
 	if wl.Spec.QueueName != berthv1alpha1.DefaultLocalQueueName {
 		t.Errorf("Workload queue = %q, want %q", wl.Spec.QueueName, berthv1alpha1.DefaultLocalQueueName)
+	}
+
+	// Taking the label off would leave every queue: refused, naming it.
+	// Another queue is the owner's to name.
+	waiting := utiltesting.MakeJob("waiting", ns).Request(corev1.ResourceCPU, "8").Obj()
+	mustCreate(t, waiting)
+	workloadOf(t, waiting, "waiting for quota", pendingWith("needs 8 cpu"))
+	removal := client.MergeFrom(waiting.DeepCopy())
+	delete(waiting.Labels, berthv1alpha1.QueueNameLabel)
+	err := server.Client.Patch(ctxFor(t), waiting, removal)
+	if !apierrors.IsInvalid(err) || !contains(err.Error(), "metadata.labels[berth.dev/queue-name]: Forbidden: cannot be removed: LocalQueue default takes") {
+		t.Errorf("removing the queue label of a waiting job in a namespace with a default LocalQueue: %v, want it refused", err)
 	}
 
 	named := utiltesting.MakeJob("named", ns).Queue("main").Request(corev1.ResourceCPU, "1").Obj()
@@ -82,6 +96,11 @@ func TestDefaultLocalQueueTakesUnlabelledDeployments(t *testing.T) {
 	want := map[string]string{"app": "serve", berthv1alpha1.QueueNameLabel: berthv1alpha1.DefaultLocalQueueName}
 	if diff := cmp.Diff(want, d.Spec.Template.Labels); diff != "" {
 		t.Errorf("the created Deployment's template labels (-want +got):\n%s", diff)
+	}
+	removal := client.MergeFrom(d.DeepCopy())
+	delete(d.Labels, berthv1alpha1.QueueNameLabel)
+	if err := server.Client.Patch(ctxFor(t), d, removal); err == nil || !contains(err.Error(), "cannot be removed: LocalQueue default takes") {
+		t.Errorf("removing the queue label of a Deployment in a namespace with a default LocalQueue: %v, want it refused", err)
 	}
 }
 
