@@ -1,5 +1,6 @@
 // Package kubectlberth is kubectl berth, the kubectl plugin: positions,
-// why, usage, stop and resume, what-if, the dashboard and the audit. It reads the
+// why, usage, stop and resume, what-if, the dashboard, the audit, and convert
+// (Kueue's manifests as Berth's, pkg/fromkueue). It reads the
 // cluster through the user's own credentials, with kubectl's flags
 // (k8s.io/cli-runtime), and writes nothing but what stop and resume
 // change.
