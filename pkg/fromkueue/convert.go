@@ -2,6 +2,7 @@ package fromkueue
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -158,7 +159,7 @@ func (c *converter) keys(meta map[string]any, field, path string) {
 	if !ok {
 		return
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !strings.HasPrefix(k, group+"/") {
 			continue
 		}
@@ -170,13 +171,4 @@ func (c *converter) keys(meta map[string]any, field, path string) {
 		m[to] = m[k]
 		delete(m, k)
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
