@@ -91,7 +91,9 @@ func run(configFile string, deviations controllermanager.Deviations) error {
 		if opts.LeaderElectionResourceLockInterface, err = fence.NewLeaseLock(restConfig, opts.LeaderElectionNamespace, opts.LeaderElectionID, *opts.RenewDeadline); err != nil {
 			return err
 		}
-		restConfig.Wrap(fence.WrapTransport)
+		if err := fence.Install(restConfig); err != nil {
+			return err
+		}
 	}
 	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {

@@ -2,7 +2,9 @@ package controllermanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -26,10 +28,17 @@ import (
 // leaseDuration after the start of its last successful renewal, by the
 // monotonic clock, which runs on while the process is paused: no other
 // replica can take the lease before then. Past that, it refuses the
-// leader's writes (Workloads, queues, jobs) until the lease is renewed, and
-// counts a write allowed before that whose request was written out only
-// after it: the process was paused between the check and the write. That
-// is the one window the fence cannot close; it is microseconds wide.
+// leader's writes (Workloads, queues, jobs) until the lease is renewed.
+//
+// A write allowed just before a pause would still go out after it: between
+// the check and the socket a request waits for a connection, a stream, the
+// connection's write lock. So the leader's writes have connections of
+// their own (Install), and each write to their sockets is checked again
+// right before it is made; a write refused there closes the connection,
+// and the API server, which has not seen the whole request, drops it. What
+// is left is the system call itself. The fence counts the writes whose
+// request was written out after the lease could have passed on; the test
+// of two replicas checks that there are none.
 type Fence struct {
 	leaseDuration time.Duration
 	// now is the clock; tests set it.
@@ -73,7 +82,8 @@ func (f *Fence) renewed(at time.Time) {
 	}
 }
 
-// Counts are the writes refused near or past the end of the lease, and
+// Counts are the writes refused near or past the end of the lease (a
+// request, or a socket write that closed a connection of requests), and
 // those written out after the lease could have passed to another replica.
 func (f *Fence) Counts() (refused, late int64) { return f.refused.Load(), f.late.Load() }
 
@@ -130,27 +140,72 @@ func (l *fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElection
 	return err
 }
 
-// WrapTransport is a rest.Config.WrapTransport that fences the leader's
-// writes (leaderWrite): Workloads and Berth's other kinds, Jobs, JobSets,
-// pods, PodTemplates and ProvisioningRequests. The other
-// writes go through: every replica writes events, its certificates and
-// the CA bundle, and the lease itself is how it stays leader.
-func (f *Fence) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+// Install fences the leader's writes made with cfg (leaderWrite):
+// Workloads and Berth's other kinds, Jobs, JobSets, pods, PodTemplates and
+// ProvisioningRequests. They are refused when the lease may be ending, and
+// go over connections of their own, made with cfg's TLS and credentials,
+// whose socket writes are fenced too. The other requests go as before:
+// every replica reads, writes events, its certificates and the CA bundle,
+// and the lease itself is how it stays leader.
+func (f *Fence) Install(cfg *rest.Config) error {
+	wc := rest.CopyConfig(cfg)
+	dial := wc.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	wc.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		conn, err := dial(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return &fencedConn{Conn: conn, fence: f}, nil
+	}
+	writes, err := rest.TransportFor(wc)
+	if err != nil {
+		return err
+	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return f.wrapTransport(rt, writes) })
+	return nil
+}
+
+// wrapTransport sends the leader's writes through writes, if the lease
+// surely holds, and every other request through rt.
+func (f *Fence) wrapTransport(rt, writes http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		if !leaderWrite(req) {
 			return rt.RoundTrip(req)
 		}
 		if !f.Holds(f.now()) {
 			f.refused.Add(1)
-			return nil, fmt.Errorf("refusing to %s %s: this replica's lease may have passed to another", req.Method, req.URL.Path)
+			return nil, fmt.Errorf("refusing to %s %s: %w", req.Method, req.URL.Path, errLeaseMayHavePassed)
 		}
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-			if f.expired(f.now()) {
+		trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil && f.expired(f.now()) {
 				f.late.Add(1)
 			}
 		}}
-		return rt.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+		return writes.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	})
+}
+
+var errLeaseMayHavePassed = errors.New("this replica's lease may have passed to another")
+
+// fencedConn is a connection that carries only the leader's writes. It
+// checks the lease before each write to its socket; once the lease may
+// be ending it closes, failing every request it carries.
+type fencedConn struct {
+	net.Conn
+	fence *Fence
+}
+
+// Write writes b if the lease surely still holds.
+func (c *fencedConn) Write(b []byte) (int, error) {
+	if !c.fence.Holds(c.fence.now()) {
+		c.fence.refused.Add(1)
+		_ = c.Conn.Close()
+		return 0, errLeaseMayHavePassed
+	}
+	return c.Conn.Write(b)
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)

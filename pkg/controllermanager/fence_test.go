@@ -2,11 +2,17 @@ package controllermanager
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -24,7 +30,7 @@ func TestFence(t *testing.T) {
 	// The API server's answer takes answerTakes of the fence's clock.
 	var answerTakes time.Duration
 	sent := 0
-	rt := f.WrapTransport(roundTripper(func(req *http.Request) (*http.Response, error) {
+	send := roundTripper(func(req *http.Request) (*http.Response, error) {
 		sent++
 		// Paused between the check and the write, as a process under
 		// SIGSTOP could be.
@@ -33,7 +39,8 @@ func TestFence(t *testing.T) {
 			trace.WroteRequest(httptrace.WroteRequestInfo{})
 		}
 		return &http.Response{StatusCode: http.StatusOK}, nil
-	}))
+	})
+	rt := f.wrapTransport(send, send)
 	do := func(method, path string) error {
 		req, _ := http.NewRequest(method, "https://api"+path, nil)
 		_, err := rt.RoundTrip(req)
@@ -87,6 +94,69 @@ func TestFence(t *testing.T) {
 	if _, late := f.Counts(); late != 1 {
 		t.Errorf("late %d, want 1", late)
 	}
+}
+
+// TestFencedConnections: a leader's write that passed the fence but
+// reaches its socket only after the lease may have passed (the process was
+// paused in between, here while its body was read) is not sent: the API
+// server never sees it. Reads go over their own connections as before.
+func TestFencedConnections(t *testing.T) {
+	var received atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The API server decodes only a whole body.
+		if _, err := io.ReadAll(r.Body); err == nil {
+			received.Add(1)
+		}
+	}))
+	defer srv.Close()
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	f := NewFence(6 * time.Second)
+	f.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	pause := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	_ = f.Lock(lock{}).Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+
+	cfg := &rest.Config{Host: srv.URL}
+	if err := f.Install(cfg); err != nil {
+		t.Fatal(err)
+	}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, body string, paused time.Duration) error {
+		req, _ := http.NewRequest(method, srv.URL+"/apis/batch/v1/namespaces/ns/jobs/j", pausing{strings.NewReader(body), func() { pause(paused) }})
+		req.ContentLength = int64(len(body))
+		resp, err := client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
+	if err := do(http.MethodPatch, "{}", 0); err != nil || received.Load() != 1 {
+		t.Fatalf("a write within the lease: error %v, %d received; want it sent", err, received.Load())
+	}
+	// Paused for 10s while the request is on its way.
+	if err := do(http.MethodPatch, "{}", 10*time.Second); err == nil || received.Load() != 1 {
+		t.Errorf("a write paused past the lease: error %v, %d received; want it refused and not received", err, received.Load())
+	}
+	if err := do(http.MethodGet, "", 0); err != nil || received.Load() != 2 {
+		t.Errorf("a read past the lease: error %v, %d received; want it sent", err, received.Load())
+	}
+	if refused, late := f.Counts(); refused != 1 || late != 0 {
+		t.Errorf("refused %d, late %d; want 1 and 0", refused, late)
+	}
+}
+
+// pausing is a request body whose reads call pause.
+type pausing struct {
+	io.Reader
+	pause func()
+}
+
+func (p pausing) Read(b []byte) (int, error) {
+	p.pause()
+	return p.Reader.Read(b)
 }
 
 // TestLeaderWrites: every write that admits, stops or provisions for a
