@@ -119,8 +119,26 @@ const (
 	TryNextFlavor FlavorFungibilityPolicy = "TryNextFlavor"
 )
 
+// FlavorFungibilityPreference says which flavor is taken when none fits
+// outright and the search went through them all.
+//
+// +kubebuilder:validation:Enum=BorrowingOverPreemption;PreemptionOverBorrowing
+type FlavorFungibilityPreference string
+
+const (
+	// BorrowingOverPreemption takes a flavor that fits by borrowing before
+	// one that needs preemption.
+	BorrowingOverPreemption FlavorFungibilityPreference = "BorrowingOverPreemption"
+	// PreemptionOverBorrowing takes a flavor that fits within the queue's
+	// nominal quota by preempting before one that borrows, and one that
+	// borrows before one that must borrow and preempt.
+	PreemptionOverBorrowing FlavorFungibilityPreference = "PreemptionOverBorrowing"
+)
+
 // FlavorFungibility says what flavor assignment does when a flavor fits
 // only by borrowing or by preempting.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.preference) || (self.whenCanBorrow == 'TryNextFlavor' && self.whenCanPreempt == 'TryNextFlavor')",message="spec.flavorFungibility.preference may only be set when whenCanBorrow and whenCanPreempt are both TryNextFlavor"
 type FlavorFungibility struct {
 	// WhenCanBorrow: MayStopSearch takes a flavor that fits by borrowing;
 	// TryNextFlavor looks for a later flavor that fits without borrowing.
@@ -135,6 +153,14 @@ type FlavorFungibility struct {
 	// +optional
 	// +kubebuilder:default=TryNextFlavor
 	WhenCanPreempt FlavorFungibilityPolicy `json:"whenCanPreempt,omitempty"`
+
+	// Preference says which flavor is taken when none fits outright and
+	// every flavor was tried (both policies above TryNextFlavor):
+	// BorrowingOverPreemption (the default) or PreemptionOverBorrowing.
+	// Earlier flavors first among equals.
+	//
+	// +optional
+	Preference FlavorFungibilityPreference `json:"preference,omitempty"`
 }
 
 // ClusterQueueSpec is the quota and policy of a ClusterQueue.

@@ -62,6 +62,13 @@ func TestClusterQueueValidation(t *testing.T) {
 			body:    gpuQueue("", "        nominalQuota: 8\n        borrowingLimit: 4"),
 			wantErr: []string{"borrowingLimit may only be set when spec.cohortName is set"},
 		},
+		"a flavor preference where every flavor is tried": {
+			body: "spec:\n  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: TryNextFlavor, preference: PreemptionOverBorrowing}\n",
+		},
+		"a flavor preference where the search may stop": {
+			body:    "spec:\n  flavorFungibility: {whenCanBorrow: MayStopSearch, preference: BorrowingOverPreemption}\n",
+			wantErr: []string{"preference may only be set when whenCanBorrow and whenCanPreempt are both TryNextFlavor"},
+		},
 		"lendingLimit without a cohort": {
 			body:    gpuQueue("", "        nominalQuota: 8\n        lendingLimit: 4"),
 			wantErr: []string{"lendingLimit may only be set when spec.cohortName is set"},

@@ -182,18 +182,19 @@ func (as *assigner) coveredResource(r corev1.ResourceName) bool {
 
 // chooseFlavor walks the group's flavors in order, applying the queue's
 // flavorFungibility; without a flavor that fits outright it takes the best
-// seen: borrowing before preemption, earlier flavors first. Stopping at a
-// flavor that needs preemption still takes an earlier one that borrows:
-// otherwise a preemptor can free quota in one flavor, move on to preempt
-// in the next while its victims take the first back, and never run.
+// seen (rank): by default borrowing before preemption, earlier flavors
+// first. Stopping at a flavor that needs preemption still takes an earlier
+// one that borrows: otherwise a preemptor can free quota in one flavor,
+// move on to preempt in the next while its victims take the first back,
+// and never run.
 func (as *assigner) chooseFlavor(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup) (berthv1alpha1.ResourceFlavorReference, Mode) {
 	fung := as.cq.FlavorFungibility
 	var best berthv1alpha1.ResourceFlavorReference
-	bestMode := NoFit
+	bestMode, bestRank := NoFit, 0
 	for _, f := range rg.Flavors {
-		mode := as.flavorMode(ps, psa, rg, f)
-		if mode > bestMode {
-			best, bestMode = f, mode
+		mode, borrows := as.flavorMode(ps, psa, rg, f)
+		if r := rank(mode, borrows, fung.Preference); r > bestRank {
+			best, bestMode, bestRank = f, mode, r
 		}
 		switch {
 		case mode == Fit,
@@ -205,27 +206,50 @@ func (as *assigner) chooseFlavor(ps *workload.PodSetInfo, psa *PodSetAssignment,
 	return best, bestMode
 }
 
+// rank orders a flavor's fit for chooseFlavor: outright first, none last;
+// between them, by the queue's preference, borrowing before preempting,
+// or preempting within the nominal quota before borrowing, before
+// borrowing and preempting.
+func rank(mode Mode, borrows bool, pref berthv1alpha1.FlavorFungibilityPreference) int {
+	switch {
+	case mode == NoFit:
+		return 0
+	case mode == Fit:
+		return 4
+	case pref != berthv1alpha1.PreemptionOverBorrowing:
+		return int(mode) // Borrow 2, Preempt 1
+	case mode == Preempt && !borrows:
+		return 3
+	case mode == Borrow:
+		return 2
+	default:
+		return 1
+	}
+}
+
 // flavorMode is how the podset's resources of the group fit in flavor f,
-// given what earlier podsets of the workload already took.
-func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup, f berthv1alpha1.ResourceFlavorReference) Mode {
+// given what earlier podsets of the workload already took, and whether
+// they take more than the queue's nominal quota of f.
+func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, rg *cache.ResourceGroup, f berthv1alpha1.ResourceFlavorReference) (Mode, bool) {
 	rf := as.s.ResourceFlavors[f]
 	if rf == nil {
 		as.a.misses = append(as.a.misses, miss{kind: missFlavorNotFound, podSet: ps.Name, flavor: f})
-		return NoFit
+		return NoFit, false
 	}
 	if m, ok := checkFlavor(ps, rf); !ok {
 		m.podSet, m.flavor = ps.Name, f
 		as.a.misses = append(as.a.misses, m)
-		return NoFit
+		return NoFit, false
 	}
-	mode := Fit
+	mode, borrows := Fit, false
 	for _, r := range rg.CoveredResources {
 		need := psa.Requests[r]
 		if need <= 0 {
 			continue
 		}
 		fr := resources.FlavorResource{Flavor: f, Resource: r}
-		m := as.resourceMode(fr, resources.Add(need, as.a.Usage[fr]))
+		total := resources.Add(need, as.a.Usage[fr])
+		m := as.resourceMode(fr, total)
 		if m == Preempt && !as.preempt {
 			m = NoFit
 		}
@@ -233,8 +257,9 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 			as.a.misses = append(as.a.misses, miss{kind: missQuota, podSet: ps.Name, flavor: f, resource: r, need: need, detail: as.cq.Detail(fr)})
 		}
 		mode = min(mode, m)
+		borrows = borrows || m == Borrow || (m == Preempt && total > as.cq.Nominal(fr))
 	}
-	return mode
+	return mode, borrows
 }
 
 // resourceMode is how a total need of fr fits in the queue.

@@ -51,6 +51,23 @@ func TestAssign(t *testing.T) {
 			wl:       utiltesting.MakeWorkload("a", "ns").Request(1, "nvidia.com/gpu", "2").Obj(),
 			wantMode: Borrow, wantBorrows: true, wantCounts: []int32{1}, wantFlavors: []string{"h100"},
 		},
+		"having tried every flavor, borrowing before preempting by default": {
+			cq: utiltesting.MakeClusterQueue("q").Cohort("c").ResourceGroup(gpuQuota("h100", "1"), gpuQuota("a100", "4")).Preemption(within).
+				Fungibility(berthv1alpha1.FlavorFungibility{WhenCanBorrow: berthv1alpha1.TryNextFlavor, WhenCanPreempt: berthv1alpha1.TryNextFlavor}).Obj(),
+			peers:    []*berthv1alpha1.ClusterQueue{utiltesting.MakeClusterQueue("lender").Cohort("c").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "0")).Obj()},
+			admitted: []*berthv1alpha1.Workload{utiltesting.MakeWorkload("x", "ns").Request(1, "nvidia.com/gpu", "4").AdmittedIn("q", "a100").Obj()},
+			wl:       utiltesting.MakeWorkload("a", "ns").Request(1, "nvidia.com/gpu", "2").Obj(),
+			wantMode: Borrow, wantBorrows: true, wantCounts: []int32{1}, wantFlavors: []string{"h100"},
+		},
+		"having tried every flavor, preempting within the nominal quota before borrowing": {
+			cq: utiltesting.MakeClusterQueue("q").Cohort("c").ResourceGroup(gpuQuota("h100", "1"), gpuQuota("a100", "4")).Preemption(within).
+				Fungibility(berthv1alpha1.FlavorFungibility{WhenCanBorrow: berthv1alpha1.TryNextFlavor, WhenCanPreempt: berthv1alpha1.TryNextFlavor,
+					Preference: berthv1alpha1.PreemptionOverBorrowing}).Obj(),
+			peers:    []*berthv1alpha1.ClusterQueue{utiltesting.MakeClusterQueue("lender").Cohort("c").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "0")).Obj()},
+			admitted: []*berthv1alpha1.Workload{utiltesting.MakeWorkload("x", "ns").Request(1, "nvidia.com/gpu", "4").AdmittedIn("q", "a100").Obj()},
+			wl:       utiltesting.MakeWorkload("a", "ns").Request(1, "nvidia.com/gpu", "2").Obj(),
+			wantMode: Preempt, wantBorrows: true, wantCounts: []int32{1}, wantFlavors: []string{"a100"},
+		},
 		"node selector excludes a flavor": {
 			cq: utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "4")).Obj(),
 			wl: utiltesting.MakeWorkload("a", "ns").PodSets(*utiltesting.MakePodSet("main", 1).Request("nvidia.com/gpu", "1").
