@@ -63,10 +63,22 @@ func Convert(obj *unstructured.Unstructured) (keep bool, notes []Note) {
 			return false, c.notes
 		}
 		obj.SetAPIVersion(berthv1alpha1.GroupVersion.String())
+		fresh(obj)
 		c.spec(obj)
 	}
 	c.walk(obj.Object, "")
 	return true, c.notes
+}
+
+// fresh removes what the API server set on an object read from a cluster
+// (kubectl get -o yaml): the converted object is a new one, of another
+// group, which the API server would refuse to create with a
+// resourceVersion, and whose status is Berth's to write.
+func fresh(obj *unstructured.Unstructured) {
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	delete(obj.Object, "status")
 }
 
 func describe(obj *unstructured.Unstructured) string {

@@ -30,6 +30,13 @@ spec: {cohort: all, flavorFungibility: {whenCanBorrow: Borrow, whenCanPreempt: P
 spec: {cohortName: all, flavorFungibility: {whenCanBorrow: MayStopSearch, whenCanPreempt: MayStopSearch}}}`,
 			keep: true,
 		},
+		"a queue read from a cluster becomes a new object": {
+			in: `{apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {name: main, namespace: team, uid: 1f0c, resourceVersion: "42",
+generation: 3, creationTimestamp: "2026-12-01T00:00:00Z", managedFields: [{manager: kubectl}], labels: {team: a}},
+spec: {clusterQueue: cq}, status: {pendingWorkloads: 2}}`,
+			want: `{apiVersion: berth.dev/v1alpha1, kind: LocalQueue, metadata: {name: main, namespace: team, labels: {team: a}}, spec: {clusterQueue: cq}}`,
+			keep: true,
+		},
 		"a v1alpha1 Cohort's parent": {
 			in:   `{apiVersion: kueue.x-k8s.io/v1alpha1, kind: Cohort, metadata: {name: team}, spec: {parent: org}}`,
 			want: `{apiVersion: berth.dev/v1alpha1, kind: Cohort, metadata: {name: team}, spec: {parentName: org}}`,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -69,14 +70,37 @@ func (o *options) convertFile(name string) ([]*unstructured.Unstructured, error)
 		if len(obj.Object) == 0 {
 			continue
 		}
-		keep, notes := fromkueue.Convert(obj)
-		for _, n := range notes {
-			fmt.Fprintf(o.streams.ErrOut, "convert: %s\n", n)
+		objs := []*unstructured.Unstructured{obj}
+		if obj.IsList() { // kubectl get -o yaml
+			var err error
+			if objs, err = items(obj); err != nil {
+				return nil, fmt.Errorf("reading %s: %w", name, err)
+			}
 		}
-		if keep {
-			out = append(out, obj)
+		for _, obj := range objs {
+			keep, notes := fromkueue.Convert(obj)
+			for _, n := range notes {
+				fmt.Fprintf(o.streams.ErrOut, "convert: %s\n", n)
+			}
+			if keep {
+				out = append(out, obj)
+			}
 		}
 	}
+}
+
+// items are the objects of a List.
+func items(list *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	err := list.EachListItem(func(o runtime.Object) error {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("a list item of type %T", o)
+		}
+		objs = append(objs, u)
+		return nil
+	})
+	return objs, err
 }
 
 // writeObjects writes objs as a YAML stream, or with -o json as a List.

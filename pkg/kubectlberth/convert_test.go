@@ -49,6 +49,11 @@ metadata: {name: default}
 	if strings.Contains(out, "Topology") || !strings.Contains(notes, "convert: Topology default: kind: Berth has no Topology yet; left out") {
 		t.Errorf("the Topology: output\n%s\nnotes\n%s", out, notes)
 	}
+	// What kubectl get -o yaml prints: a List.
+	stdin = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: kueue.x-k8s.io/v1beta2, kind: Cohort, metadata: {name: org, resourceVersion: \"7\"}}\n"
+	if out, _ := convert("convert", "-f", "-"); !strings.Contains(out, "kind: Cohort") || strings.Contains(out, "kueue") || strings.Contains(out, "resourceVersion") {
+		t.Errorf("a List:\n%s", out)
+	}
 	if out, _ := convert("convert", "-f", file, "-o", "json"); !strings.Contains(out, `"kind": "List"`) || !strings.Contains(out, `"cohortName": "all"`) {
 		t.Errorf("-o json:\n%s", out)
 	}
