@@ -131,6 +131,9 @@ func TestInstallManifests(t *testing.T) {
 	if len(hook.Webhooks) == 0 {
 		t.Error("the MutatingWebhookConfiguration has no webhooks")
 	}
+	var validating admissionregistrationv1.ValidatingWebhookConfiguration
+	in.get(t, "ValidatingWebhookConfiguration", icm.ValidatingWebhookConfigurationName, &validating)
+	checkPodUpdateCalls(t, validating.Webhooks)
 	var svc corev1.Service
 	in.get(t, "Service", icm.WebhookServiceName, &svc)
 	if svc.Namespace != icm.WebhookServiceNamespace {
@@ -161,6 +164,47 @@ func TestInstallManifests(t *testing.T) {
 	checkBindings(t, in, deploy.Namespace, pod.ServiceAccountName, cfg)
 
 	dryRun(ctx, t, deploy.Namespace, rendered)
+}
+
+// checkPodUpdateCalls checks that the API server sends every update of a
+// pod that carries Berth's labels before or after it to the pod validator,
+// and once where the queue label stays or stays away: a webhook is called
+// when its object selector matches the old object or the new.
+func checkPodUpdateCalls(t *testing.T, webhooks []admissionregistrationv1.ValidatingWebhook) {
+	t.Helper()
+	var podUpdates []labels.Selector
+	for _, w := range webhooks {
+		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/validate--v1-pod" ||
+			!slices.Contains(w.Rules[0].Operations, admissionregistrationv1.Update) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		podUpdates = append(podUpdates, sel)
+	}
+	sets := []labels.Set{
+		{},
+		{berthv1alpha1.ManagedLabel: "true"},
+		{berthv1alpha1.QueueNameLabel: "q"},
+		{berthv1alpha1.QueueNameLabel: "q", berthv1alpha1.ManagedLabel: "true"},
+	}
+	for _, old := range sets {
+		for _, updated := range sets {
+			calls := 0
+			for _, sel := range podUpdates {
+				if sel.Matches(old) || sel.Matches(updated) {
+					calls++
+				}
+			}
+			berths := len(old) > 0 || len(updated) > 0
+			sameQueueLabel := old.Has(berthv1alpha1.QueueNameLabel) == updated.Has(berthv1alpha1.QueueNameLabel)
+			if (berths && calls == 0) || (!berths && calls > 0) || (berths && sameQueueLabel && calls != 1) {
+				t.Errorf("an update of a pod labelled %v to %v calls the pod validator %d times", old, updated, calls)
+			}
+		}
+	}
 }
 
 // dryRun has the API server validate every object of rendered with a
