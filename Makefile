@@ -60,13 +60,14 @@ manifests: ## Generate CRDs and RBAC from the markers.
 	$(CONTROLLER_GEN) webhook paths=./pkg/jobs/... output:webhook:artifacts:config=config/webhook
 
 .PHONY: apiref
-apiref: ## Generate the site's API and configuration reference pages from apis/.
+apiref: ## Generate the site's reference pages from the code: the API, the configuration, keys, metrics, events and conditions, kubectl berth.
 	go run ./hack/apiref -pkg apis/berth/v1alpha1 -title "API reference" -weight 95 \
 		-intro "Every kind of the berth.dev/v1alpha1 API and every field, from the types' own documentation. The contract they keep is in [concepts](concepts.md)." \
 		-out site/content/reference-api.md
 	go run ./hack/apiref -pkg apis/config/v1alpha1 -title "Configuration reference" -weight 96 \
 		-intro "The controller's configuration file (config.berth.dev/v1alpha1 Configuration), passed with --config: every field, from the types' own documentation. [Operating Berth](operations.md) shows the file with its defaults." \
 		-out site/content/reference-config.md
+	go run ./hack/refdocs -out site/content
 
 .PHONY: fmt
 fmt: ## Format the code.

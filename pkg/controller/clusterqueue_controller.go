@@ -24,10 +24,6 @@ import (
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 )
 
-// ResourceInUseFinalizer keeps a ClusterQueue while workloads hold its
-// quota, so that deleting it lets admitted workloads run to completion.
-const ResourceInUseFinalizer = "berth.dev/resource-in-use"
-
 // ClusterQueueReconciler gives the engine each ClusterQueue's spec and
 // writes the queue's status.
 type ClusterQueueReconciler struct {
@@ -74,7 +70,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("clusterQueue", klog.KObj(cq)))
 	terminating := !cq.DeletionTimestamp.IsZero()
-	if !terminating && controllerutil.AddFinalizer(cq, ResourceInUseFinalizer) {
+	if !terminating && controllerutil.AddFinalizer(cq, berthv1alpha1.ResourceInUseFinalizer) {
 		return ctrl.Result{}, r.client.Update(ctx, cq)
 	}
 	if err := r.syncEngine(ctx, cq, terminating); err != nil {
@@ -86,7 +82,7 @@ func (r *ClusterQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	if terminating && st.reserving == 0 {
 		r.forget(ctx, cq.Name)
-		controllerutil.RemoveFinalizer(cq, ResourceInUseFinalizer)
+		controllerutil.RemoveFinalizer(cq, berthv1alpha1.ResourceInUseFinalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Update(ctx, cq))
 	}
 	oldConditions := slices.Clone(cq.Status.Conditions)

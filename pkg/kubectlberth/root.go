@@ -46,7 +46,10 @@ func newCommand(streams genericiooptions.IOStreams, newClient func() (client.Cli
 		o.newClient = o.defaultClient
 	}
 	root := &cobra.Command{
-		Use:          "kubectl berth",
+		// The name is one word; the help shows the display name, so that
+		// it says "kubectl berth why", not "kubectl why".
+		Use:          "berth",
+		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl berth"},
 		Short:        "Ask Berth where your jobs are, why they wait, and what would happen",
 		SilenceUsage: true,
 	}

@@ -26,10 +26,6 @@ import (
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
-// CheckLabel names the admission check that made a ProvisioningRequest;
-// berthv1alpha1.WorkloadLabel names the workload it is for.
-const CheckLabel = "berth.dev/admission-check"
-
 // RequestReconciler makes the ProvisioningRequests of the workloads that
 // wait on a check of Berth's, and turns their conditions into the checks'
 // states.
@@ -152,7 +148,7 @@ func (r *RequestReconciler) follow(ctx context.Context, wl *berthv1alpha1.Worklo
 // failures counts the failed requests of wl for check.
 func (r *RequestReconciler) failures(ctx context.Context, wl *berthv1alpha1.Workload, check string) (int, error) {
 	prs := &autoscalingv1.ProvisioningRequestList{}
-	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}); err != nil {
+	if err := r.client.List(ctx, prs, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name, berthv1alpha1.AdmissionCheckLabel: jobframework.LabelValue(check)}); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -172,7 +168,7 @@ func (r *RequestReconciler) create(ctx context.Context, wl *berthv1alpha1.Worklo
 	if err != nil {
 		return err
 	}
-	labels := map[string]string{berthv1alpha1.WorkloadLabel: wl.Name, CheckLabel: jobframework.LabelValue(check)}
+	labels := map[string]string{berthv1alpha1.WorkloadLabel: wl.Name, berthv1alpha1.AdmissionCheckLabel: jobframework.LabelValue(check)}
 	pr := &autoscalingv1.ProvisioningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: wl.Namespace, Labels: labels},
 		Spec:       autoscalingv1.ProvisioningRequestSpec{ProvisioningClassName: cfg.Spec.ProvisioningClassName},

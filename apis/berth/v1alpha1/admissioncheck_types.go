@@ -11,10 +11,19 @@ import (
 // +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 type AdmissionCheckReference string
 
-// ProvisioningRequestControllerName is the controllerName of the checks
-// that Berth runs itself: each asks the cluster autoscaler for the nodes
-// of the workload's pods with a ProvisioningRequest.
-const ProvisioningRequestControllerName = "berth.dev/provisioning-request"
+// The names of Berth's own admission check.
+const (
+	// ProvisioningRequestControllerName is the controllerName of the checks
+	// that Berth runs itself: each asks the cluster autoscaler for the nodes
+	// of the workload's pods with a ProvisioningRequest.
+	// +berth:setBy=user
+	ProvisioningRequestControllerName = "berth.dev/provisioning-request"
+
+	// AdmissionCheckLabel names the check that made a ProvisioningRequest
+	// of Berth's check; WorkloadLabel names the workload it is for.
+	// +berth:setBy=Berth
+	AdmissionCheckLabel = "berth.dev/admission-check"
+)
 
 // AdmissionCheckParametersReference names the object that configures a
 // check.

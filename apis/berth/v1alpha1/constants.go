@@ -1,49 +1,61 @@
 package v1alpha1
 
 // Labels and annotations that users put on their jobs, and that Berth puts
-// on the pods of admitted jobs.
+// on the pods of admitted jobs; Berth's scheduling gate and finalizer. The
+// marker +berth:setBy says who sets each key (user, Berth, or both): the
+// site's reference page of keys shows it (hack/refdocs).
 const (
 	// QueueNameLabel names the LocalQueue a Job or JobSet is submitted to.
 	// A job carrying it is created suspended and runs only once admitted.
+	// +berth:setBy=user
 	QueueNameLabel = "berth.dev/queue-name"
 
 	// PriorityClassLabel names the WorkloadPriorityClass of a job. Changing
 	// it on a queued job re-prioritises the waiting workload.
+	// +berth:setBy=user
 	PriorityClassLabel = "berth.dev/priority-class"
 
 	// MaxExecTimeSecondsLabel limits how long a job may run, in seconds
 	// over all its admissions: Workload.spec.maximumExecutionTimeSeconds.
 	// A whole number above 0; a job with another value is refused.
+	// +berth:setBy=user
 	MaxExecTimeSecondsLabel = "berth.dev/max-exec-time-seconds"
 
 	// JobMinParallelismAnnotation allows partial admission of a Job down to
 	// the given number of pods.
+	// +berth:setBy=user
 	JobMinParallelismAnnotation = "berth.dev/job-min-parallelism"
 
 	// WorkloadLabel is set on the pods of an admitted job to the name of
 	// its Workload.
+	// +berth:setBy=Berth
 	WorkloadLabel = "berth.dev/workload"
 	// JobUIDLabel is set on the Workload of a job to the job's UID:
 	// kubectl get wl -l berth.dev/job-uid=<uid> finds it.
+	// +berth:setBy=Berth
 	JobUIDLabel = "berth.dev/job-uid"
 
 	// PodSetLabel is set on the pods of an admitted job to the name of
 	// their podset.
+	// +berth:setBy=Berth
 	PodSetLabel = "berth.dev/podset"
 
 	// ManagedLabel is set to "true" on the pods Berth holds or runs: those
 	// of admitted jobs, and queued pods from their creation. The controller
 	// watches only these.
+	// +berth:setBy=Berth
 	ManagedLabel = "berth.dev/managed"
 
 	// AdmissionGate is the scheduling gate of a queued pod: Berth adds it
 	// when the pod is created and removes it when the pod's Workload is
 	// admitted, with the flavor's node selector and tolerations.
+	// +berth:setBy=Berth
 	AdmissionGate = "berth.dev/admission"
 
 	// PodSetSizeAnnotation is set on the pods of an admitted job to the
 	// number of pods admitted for their podset, so that the scheduler's
 	// gang placement knows the size of a gang before all its pods exist.
+	// +berth:setBy=Berth
 	PodSetSizeAnnotation = "berth.dev/podset-size"
 
 	// PodGroupNameLabel puts a queued pod in a pod group: the pods that
@@ -51,16 +63,24 @@ const (
 	// sets it on the pods of a StatefulSet (its name) and of a
 	// LeaderWorkerSet (one group per leader), and on the Workload of a
 	// group.
+	// +berth:setBy=user,Berth
 	PodGroupNameLabel = "berth.dev/pod-group-name"
 	// PodGroupTotalCountAnnotation is the number of pods in a pod group:
 	// its Workload is created once that many exist. Every pod of the group
 	// must say the same. A StatefulSet's pods go without it: the
 	// StatefulSet's replicas are their count.
+	// +berth:setBy=user
 	PodGroupTotalCountAnnotation = "berth.dev/pod-group-total-count"
 	// PodGroupRoleAnnotation keeps the role of a pod of a group as Berth
 	// read it when the pod was created (what it asks for and where it may
 	// run): admission adds to its node selector and tolerations.
+	// +berth:setBy=Berth
 	PodGroupRoleAnnotation = "berth.dev/pod-group-role"
+
+	// ResourceInUseFinalizer keeps a ClusterQueue while workloads hold its
+	// quota, so that deleting it lets admitted workloads run to completion.
+	// +berth:setBy=Berth
+	ResourceInUseFinalizer = "berth.dev/resource-in-use"
 )
 
 // The labels and annotations that Berth writes on users' pods, which no one
@@ -187,10 +207,11 @@ const (
 	// asks for a retry or rejects the workload.
 	ReasonAdmissionCheck = "AdmissionCheck"
 
-	// ReasonAdmissionCheckNotFound and ReasonAdmissionCheckInactive are
-	// the reasons of a ClusterQueue's Active=False when a check it names
-	// does not exist or is not active.
+	// ReasonAdmissionCheckNotFound is the reason of a ClusterQueue's
+	// Active=False when a check it names does not exist.
 	ReasonAdmissionCheckNotFound = "AdmissionCheckNotFound"
+	// ReasonAdmissionCheckInactive is the reason of a ClusterQueue's
+	// Active=False when a check it names is not active.
 	ReasonAdmissionCheckInactive = "AdmissionCheckInactive"
 
 	// ReasonBadParameters is the reason of the Active=False condition of
