@@ -44,8 +44,8 @@ const setByMarker = "berth:setBy"
 
 // key is one of Berth's keys.
 type key struct {
-	value, kind, setBy string
-	doc                []string
+	name, value, kind, setBy string
+	doc                      []string
 }
 
 func labelsPage(c *code) (string, error) {
@@ -58,7 +58,7 @@ func labelsPage(c *code) (string, error) {
 		var rows [][]string
 		for _, k := range keys {
 			if k.kind == kind.suffix {
-				rows = append(rows, []string{codeSpan(k.value), k.setBy, prose(k.doc)})
+				rows = append(rows, []string{codeSpan(k.value), k.setBy, withoutName(k.name, prose(k.doc))})
 			}
 		}
 		if len(rows) > 0 {
@@ -67,6 +67,18 @@ func labelsPage(c *code) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// withoutName is a doc comment for readers of the page, who know the key
+// and not its Go name: "QueueNameLabel names the LocalQueue" becomes
+// "Names the LocalQueue", "ManagedLabel is set to" becomes "Set to".
+func withoutName(name, doc string) string {
+	rest, ok := strings.CutPrefix(doc, name+" ")
+	if !ok {
+		return doc
+	}
+	rest = strings.TrimPrefix(rest, "is ")
+	return strings.ToUpper(rest[:1]) + rest[1:]
 }
 
 // apiKeys are the berth.dev/ keys of the API, sorted. Each needs a doc
@@ -79,7 +91,7 @@ func apiKeys(c *code) ([]key, error) {
 		if d.pkg.path != apiPackage || !ok || !berthKey.MatchString(value) || apiVersion.MatchString(value) {
 			continue
 		}
-		k := key{value: value, doc: d.doc}
+		k := key{name: d.obj.Name(), value: value, doc: d.doc}
 		for _, kind := range keyKinds {
 			if strings.HasSuffix(d.obj.Name(), kind.suffix) {
 				k.kind = kind.suffix

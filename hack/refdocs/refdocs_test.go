@@ -213,7 +213,7 @@ func TestKeys(t *testing.T) {
 		"a documented label of the API": {
 			path:     apiPackage,
 			src:      "package v1\n\nconst (\n\t// QLabel names a queue.\n\t// +berth:setBy=user,Berth\n\tQLabel = \"berth.dev/q\"\n\tGroup = \"berth.dev/v1\"\n)\n",
-			wantKeys: []key{{value: "berth.dev/q", kind: "Label", setBy: "user, Berth", doc: []string{"QLabel names a queue."}}},
+			wantKeys: []key{{name: "QLabel", value: "berth.dev/q", kind: "Label", setBy: "user, Berth", doc: []string{"QLabel names a queue."}}},
 		},
 		"no marker": {
 			path:    apiPackage,

@@ -19,8 +19,9 @@ const (
 	// +berth:setBy=user
 	ProvisioningRequestControllerName = "berth.dev/provisioning-request"
 
-	// AdmissionCheckLabel names the check that made a ProvisioningRequest
-	// of Berth's check; WorkloadLabel names the workload it is for.
+	// AdmissionCheckLabel is set on the ProvisioningRequests of Berth's
+	// check to the name of the AdmissionCheck that made them; berth.dev/workload
+	// on them names the Workload they are for.
 	// +berth:setBy=Berth
 	AdmissionCheckLabel = "berth.dev/admission-check"
 )

@@ -5,7 +5,8 @@ package v1alpha1
 // marker +berth:setBy says who sets each key (user, Berth, or both): the
 // site's reference page of keys shows it (hack/refdocs).
 const (
-	// QueueNameLabel names the LocalQueue a Job or JobSet is submitted to.
+	// QueueNameLabel names the LocalQueue a job (a Job, JobSet, pod, pod
+	// group, Deployment, StatefulSet or LeaderWorkerSet) is submitted to.
 	// A job carrying it is created suspended and runs only once admitted.
 	// +berth:setBy=user
 	QueueNameLabel = "berth.dev/queue-name"
