@@ -50,7 +50,8 @@ func eventsPage(c *code) (string, error) {
 	for _, r := range reasons {
 		var docs []string
 		for _, k := range r.consts {
-			docs = append(docs, prose(c.constOf[k].doc))
+			d := c.constOf[k]
+			docs = append(docs, withoutName(d.obj.Name(), prose(d.doc)))
 		}
 		rows = append(rows, []string{codeSpan(r.reason), codeList(r.types), codeList(r.actions), strings.Join(docs, " ")})
 	}
@@ -164,7 +165,7 @@ func conditionSections(c *code) ([]section, error) {
 			errs = append(errs, fmt.Errorf("%s: %s has no doc comment", c.pos(d.obj.Pos()), d.obj.Name()))
 		}
 		s := &out[len(out)-1]
-		s.rows = append(s.rows, []string{codeSpan(value), prose(d.doc)})
+		s.rows = append(s.rows, []string{codeSpan(value), withoutName(d.obj.Name(), prose(d.doc))})
 	}
 	if len(out) == 0 {
 		errs = append(errs, fmt.Errorf("%s has no group of constants whose comment starts with Condition types or Reasons", apiPackage))

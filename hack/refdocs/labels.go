@@ -77,7 +77,9 @@ func withoutName(name, doc string) string {
 	if !ok {
 		return doc
 	}
-	rest = strings.TrimPrefix(rest, "is ")
+	for _, verb := range []string{"is ", "means "} {
+		rest = strings.TrimPrefix(rest, verb)
+	}
 	return strings.ToUpper(rest[:1]) + rest[1:]
 }
 
