@@ -202,7 +202,7 @@ type fencedConn struct {
 func (c *fencedConn) Write(b []byte) (int, error) {
 	if !c.fence.Holds(c.fence.now()) {
 		c.fence.refused.Add(1)
-		_ = c.Conn.Close()
+		_ = c.Close()
 		return 0, errLeaseMayHavePassed
 	}
 	return c.Conn.Write(b)
