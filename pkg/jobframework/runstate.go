@@ -18,6 +18,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/workload"
+	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
@@ -73,14 +74,12 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		return ctrl.Result{}, r.stop(ctx, job, wl)
 	case !job.IsSuspended():
 		if diff := beyondAdmission(wl, podSets); whole && diff != "" {
-			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
-				"The job runs more than its Workload was admitted for: "+diff))
+			return ctrl.Result{}, r.evictChanged(ctx, wl, "The job runs more than its Workload was admitted for: "+diff)
 		}
 		if diff := shapeDiffers(wl.Spec.PodSets, podSets); composed && whole && diff != "" {
 			// A group that shrank (a StatefulSet scaled down) is
 			// admitted again for what it now is.
-			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
-				"The group's pods changed after its Workload was admitted: "+diff))
+			return ctrl.Result{}, r.evictChanged(ctx, wl, "The group's pods changed after its Workload was admitted: "+diff)
 		}
 		return ctrl.Result{}, r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
 	case reserved && evicted:
@@ -95,8 +94,7 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 			}
 		}
 		if whole && diff != "" {
-			return ctrl.Result{}, r.apply(ctx, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged,
-				"The job's pod sets changed after its Workload was admitted: "+diff))
+			return ctrl.Result{}, r.evictChanged(ctx, wl, "The job's pod sets changed after its Workload was admitted: "+diff)
 		}
 		return ctrl.Result{}, r.run(ctx, job, wl)
 	case carries:
@@ -109,6 +107,21 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// evictChanged evicts the job's Workload, whose pod sets changed after
+// its admission, and counts and records the eviction as the Workload
+// controller does its own: in berth_evicted_workloads_total and an Evicted
+// event on the Workload. The job gets its own when it is stopped.
+func (r *JobReconciler) evictChanged(ctx context.Context, wl *berthv1alpha1.Workload, msg string) error {
+	written, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Evict(berthv1alpha1.ReasonPodSetsChanged, msg))
+	if err != nil || written == wl {
+		return err
+	}
+	cq := workload.ClusterQueueOf(wl)
+	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", cq, berthv1alpha1.ReasonPodSetsChanged, msg)
+	metrics.EvictedWorkloads.WithLabelValues(string(cq), berthv1alpha1.ReasonPodSetsChanged).Inc()
+	return nil
 }
 
 // shapeDiffers says how pod sets differ in names, counts and requests

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -195,8 +198,25 @@ func TestStatefulSetIsOneGroup(t *testing.T) {
 	if err := server.Client.Patch(ctxFor(t), sts, patch); err != nil {
 		t.Fatal(err)
 	}
+	evictedBefore := testutil.ToFloat64(metrics.EvictedWorkloads.WithLabelValues(cqName, berthv1alpha1.ReasonPodSetsChanged))
 	third := replica(2)
-	groupWorkload(t, ns, "db", "the Workload evicted for the new size", conditionIs(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPodSetsChanged))
+	evicted := groupWorkload(t, ns, "db", "the Workload evicted for the new size", conditionIs(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPodSetsChanged))
+	// Counted and told as every other eviction.
+	waitFor(t, "the eviction counted and its event recorded", func(ctx context.Context) error {
+		if got := testutil.ToFloat64(metrics.EvictedWorkloads.WithLabelValues(cqName, berthv1alpha1.ReasonPodSetsChanged)) - evictedBefore; got != 1 {
+			return fmt.Errorf("berth_evicted_workloads_total{reason=PodSetsChanged} grew by %v, want 1", got)
+		}
+		evs := &eventsv1.EventList{}
+		if err := server.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.UID == evicted.UID && e.Reason == berthv1alpha1.WorkloadEvicted && strings.Contains(e.Note, berthv1alpha1.ReasonPodSetsChanged) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Evicted event on Workload %s among %d events", evicted.Name, len(evs.Items))
+	})
 	waitFor(t, "the running replicas deleted", func(ctx context.Context) error {
 		for _, p := range []*corev1.Pod{first, second} {
 			if err := server.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
