@@ -82,8 +82,13 @@ wait_for --for=condition=Ready node --all
 
 # The test double of cluster-autoscaler (test/autoscalerdouble): it answers
 # ProvisioningRequests with kwok nodes.
+# A re-run replaces the one it started before, as the controllers are.
 mkdir -p "$OUT/autoscalerdouble"
 (cd "$ROOT" && go build -o bin/autoscalerdouble ./test/autoscalerdouble)
+if [[ -f $OUT/autoscalerdouble/pid ]]; then
+	kill "$(cat "$OUT/autoscalerdouble/pid")" 2>/dev/null || true
+	while kill -0 "$(cat "$OUT/autoscalerdouble/pid")" 2>/dev/null; do sleep 0.2; done
+fi
 (cd "$ROOT" && exec nohup bin/autoscalerdouble --kubeconfig "$KUBECONFIG" >>"$OUT/autoscalerdouble/autoscalerdouble.log" 2>&1) &
 echo $! >"$OUT/autoscalerdouble/pid"
 echo "local-up: started the test double of cluster-autoscaler; its log is ${OUT#"$ROOT"/}/autoscalerdouble/autoscalerdouble.log"
