@@ -59,7 +59,11 @@ func (o *options) auditCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "audit",
 		Short: "Pods that run beyond what their ClusterQueue admitted, by ClusterQueue and resource; exit status 1 when there is one",
-		Args:  cobra.NoArgs,
+		Example: `  # Every namespace you may read, as a check in a script
+  kubectl berth audit -A
+  # One namespace, as JSON
+  kubectl berth audit -n team-a -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ns, err := o.prepare()
 			if err != nil {

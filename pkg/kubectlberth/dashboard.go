@@ -228,6 +228,9 @@ func (o *options) dashboardCommand() *cobra.Command {
 each queue's waiting workloads in order with why they wait, and admissions, preemptions
 and evictions as they happen. It watches the cluster with your credentials and writes
 nothing. Port 0 picks a free one.`,
+		Example: `  # Then open http://127.0.0.1:8090/
+  kubectl berth dashboard
+  kubectl berth dashboard --port 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)

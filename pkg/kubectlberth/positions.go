@@ -34,7 +34,11 @@ func (o *options) positionsCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "positions (localqueue|clusterqueue) NAME",
 		Short: "The pending workloads of a queue, in the order Berth will try them",
-		Args:  cobra.ExactArgs(2),
+		Example: `  # Your namespace's queue
+  kubectl berth positions localqueue main -n team-a
+  # A ClusterQueue, whose workloads come from many namespaces
+  kubectl berth positions clusterqueue team-a`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name := args[0], args[1]
 			switch kind {

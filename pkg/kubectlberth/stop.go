@@ -21,7 +21,17 @@ func (o *options) stopCommand(stop bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   verb + " (clusterqueue|localqueue|workload) NAME",
 		Short: map[bool]string{true: "Hold a queue (--drain: and evict what it admitted), or deactivate a workload", false: "Let a queue admit again, or reactivate a workload"}[stop],
-		Args:  cobra.ExactArgs(2),
+		Example: map[bool]string{
+			true: `  # Admit nothing more from a ClusterQueue; what runs goes on
+  kubectl berth stop clusterqueue team-a
+  # And evict what it admitted
+  kubectl berth stop clusterqueue team-a --drain
+  # Take a workload out of its queue
+  kubectl berth stop workload job-train-3f2a1 -n team-a`,
+			false: `  kubectl berth resume clusterqueue team-a
+  kubectl berth resume workload job-train-3f2a1 -n team-a`,
+		}[stop],
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.newClient()
 			if err != nil {

@@ -57,7 +57,11 @@ func (o *options) usageCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "usage [COHORT]",
 		Short: "The cohort tree: per ClusterQueue, flavor and resource, the quota, what is used, borrowed and lendable",
-		Args:  cobra.MaximumNArgs(1),
+		Example: `  # Every cohort
+  kubectl berth usage
+  # One cohort's tree, as YAML
+  kubectl berth usage research -o yaml`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := o.prepare()
 			if err != nil {

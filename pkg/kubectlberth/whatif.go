@@ -49,7 +49,9 @@ func (o *options) whatIfCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "what-if -f FILE",
 		Short: "Would this Job, JobSet or Workload be admitted now? Berth's own engine judges it on the live cluster, and nothing is written",
-		Args:  cobra.NoArgs,
+		Example: `  # Before submitting a Job
+  kubectl berth what-if -f train.yaml -n team-a`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				return fmt.Errorf("what-if needs -f FILE, a Job, JobSet or Workload manifest")

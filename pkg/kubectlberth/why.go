@@ -56,7 +56,9 @@ func (o *options) whyCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "why (job|jobset|pod|workload)/NAME",
 		Short: "Where a job's Workload is, and why it waits, in numbers",
-		Args:  cobra.ExactArgs(1),
+		Example: `  kubectl berth why job/train -n team-a
+  kubectl berth why workload/job-train-3f2a1 -n team-a -o json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := o.prepare()
 			if err != nil {
