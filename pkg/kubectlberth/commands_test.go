@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -167,6 +168,8 @@ spec:
 		mutate  func([]client.Object) []client.Object
 		wantErr string
 	}{
+		"history-job":                      {args: []string{"history", "job/train", "-n", "a"}, mutate: withHistory},
+		"history-job-json":                 {args: []string{"history", "job/train", "-n", "a", "-o", "json"}, mutate: withHistory},
 		"usage-fair-sharing":               {args: []string{"usage"}, mutate: fair},
 		"positions-clusterqueue":           {args: []string{"positions", "clusterqueue", "team-a"}},
 		"positions-admission-fair-sharing": {args: []string{"positions", "clusterqueue", "team-a"}, mutate: admissionFair},
@@ -209,6 +212,52 @@ spec:
 			compareGolden(t, name, out)
 		})
 	}
+}
+
+// withHistory gives job train's Workload a life: created at 09:00, quota
+// reserved and admitted a minute later, preempted at 09:05, requeued, and
+// admitted again at 09:06:40, whose events the API server no longer keeps,
+// so that only the conditions tell it. An event on another workload is
+// not its history.
+func withHistory(objs []client.Object) []client.Object {
+	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	name := jobframework.WorkloadName(batchv1.SchemeGroupVersion.WithKind("Job"), "train", "uid-train")
+	for _, o := range objs {
+		wl, ok := o.(*berthv1alpha1.Workload)
+		if !ok || wl.Name != name {
+			continue
+		}
+		wl.UID = "uid-wl"
+		wl.CreationTimestamp = metav1.NewTime(t0)
+		wl.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "uid-train", Controller: new(true)}}
+		wl.Status.Conditions = nil
+		wl.Status.Admission = &berthv1alpha1.Admission{ClusterQueue: "team-a"}
+		set := func(typ, status, reason, msg string, d time.Duration) {
+			wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg,
+				LastTransitionTime: metav1.NewTime(at(d))})
+		}
+		set(berthv1alpha1.WorkloadQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue team-a", 400*time.Second)
+		set(berthv1alpha1.WorkloadAdmitted, "True", "Admitted", "The workload is admitted", 400*time.Second)
+		set(berthv1alpha1.WorkloadEvicted, "False", "QuotaReserved", "Previously: Preempted", 400*time.Second)
+		set(berthv1alpha1.WorkloadRequeued, "True", "Preempted", "Requeued after its eviction", 330*time.Second)
+	}
+	event := func(name, kind, object, uid, reason, note string, d time.Duration) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "a"}, EventTime: metav1.NewMicroTime(at(d)),
+			Reason: reason, Message: note, Type: corev1.EventTypeNormal,
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Name: object, Namespace: "a", UID: types.UID(uid)}}
+	}
+	preempted := event("e5", "Workload", name, "uid-wl", berthv1alpha1.WorkloadPreempted, "Preempted in ClusterQueue team-a (InClusterQueue): to admit a/urgent, of higher priority", 300*time.Second)
+	preempted.Series = &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(at(301 * time.Second))}
+	return append(objs,
+		event("e1", "Job", "train", "uid-train", jobframework.EventCreatedWorkload, "Created Workload a/"+name, 0),
+		event("e2", "Workload", name, "uid-wl", berthv1alpha1.WorkloadQuotaReserved, "Quota reserved in ClusterQueue team-a", time.Minute),
+		event("e3", "Workload", name, "uid-wl", berthv1alpha1.WorkloadAdmitted, "Admitted by ClusterQueue team-a, flavors h100", time.Minute),
+		event("e4", "Job", "train", "uid-train", berthv1alpha1.WorkloadAdmitted, "Admitted by ClusterQueue team-a, flavors h100", time.Minute),
+		preempted,
+		event("e6", "Workload", name, "uid-wl", berthv1alpha1.WorkloadRequeued, "Requeued after its eviction", 330*time.Second),
+		event("e7", "Workload", "first", "uid-first", berthv1alpha1.WorkloadAdmitted, "not this one", 10*time.Second),
+	)
 }
 
 // compareGolden compares out with testdata/name.golden, which -update

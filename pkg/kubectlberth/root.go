@@ -56,7 +56,7 @@ func newCommand(streams genericiooptions.IOStreams, newClient func() (client.Cli
 	o.flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml.")
 	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Across every namespace.")
-	root.AddCommand(o.positionsCommand(), o.whyCommand(), o.usageCommand(), o.stopCommand(true), o.stopCommand(false), o.whatIfCommand(), o.dashboardCommand(), o.auditCommand(), o.convertCommand())
+	root.AddCommand(o.positionsCommand(), o.whyCommand(), o.historyCommand(), o.usageCommand(), o.stopCommand(true), o.stopCommand(false), o.whatIfCommand(), o.dashboardCommand(), o.auditCommand(), o.convertCommand())
 	return root
 }
 

@@ -207,6 +207,23 @@ func (p position) order() int {
 	return p.inLocalQueue
 }
 
+// stateName is the workload's state.
+func stateName(wl *berthv1alpha1.Workload) string {
+	switch {
+	case workload.IsFinished(wl):
+		return StateFinished
+	case workload.HasQuotaReservation(wl) && workload.IsEvicted(wl):
+		return StateEvicted
+	case workload.HasQuotaReservation(wl) && !workload.IsAdmitted(wl) && len(wl.Status.AdmissionChecks) > 0:
+		return StateQuotaReserved
+	case workload.HasQuotaReservation(wl):
+		return StateAdmitted
+	case !workload.IsActive(wl):
+		return StateInactive
+	}
+	return StatePending
+}
+
 // stateOf is the workload's state and the message that explains it.
 func stateOf(cl *cluster, wl *berthv1alpha1.Workload) (string, string) {
 	msgOf := func(typ string) string {
@@ -215,17 +232,17 @@ func stateOf(cl *cluster, wl *berthv1alpha1.Workload) (string, string) {
 		}
 		return ""
 	}
-	switch {
-	case workload.IsFinished(wl):
-		return StateFinished, msgOf(berthv1alpha1.WorkloadFinished)
-	case workload.HasQuotaReservation(wl) && workload.IsEvicted(wl):
-		return StateEvicted, msgOf(berthv1alpha1.WorkloadEvicted)
-	case workload.HasQuotaReservation(wl) && !workload.IsAdmitted(wl) && len(wl.Status.AdmissionChecks) > 0:
-		return StateQuotaReserved, checksMessage(wl)
-	case workload.HasQuotaReservation(wl):
-		return StateAdmitted, msgOf(berthv1alpha1.WorkloadAdmitted)
-	case !workload.IsActive(wl):
-		return StateInactive, orElse(waitingMessage(wl), workload.DeactivatedMessage)
+	switch state := stateName(wl); state {
+	case StateFinished:
+		return state, msgOf(berthv1alpha1.WorkloadFinished)
+	case StateEvicted:
+		return state, msgOf(berthv1alpha1.WorkloadEvicted)
+	case StateQuotaReserved:
+		return state, checksMessage(wl)
+	case StateAdmitted:
+		return state, msgOf(berthv1alpha1.WorkloadAdmitted)
+	case StateInactive:
+		return state, orElse(waitingMessage(wl), workload.DeactivatedMessage)
 	}
 	if p := cl.placementOf(wl); p.notQueued != "" {
 		return StatePending, orElse(waitingMessage(wl), p.notQueued)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,37 @@ func TestPluginWhatIfPredictsAPreemption(t *testing.T) {
 	e.submit(preemptor)
 	e.waitCondition("victim", "Preempted", "True", "InClusterQueue")
 	e.waitCondition("preemptor", "Admitted", "True", "")
+
+	// The victim's history tells it, from the events Berth recorded.
+	eventually(t, "the victim's history", time.Minute, func(ctx context.Context) error {
+		out, err := berthPlugin(ctx, "history", "job/victim", "-n", e.ns, "-o", "json")
+		if err != nil {
+			return err
+		}
+		var h struct {
+			Entries []struct{ Reason, Object string }
+			Spans   []struct{ State string }
+		}
+		if err := json.Unmarshal([]byte(out), &h); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		var reasons, states []string
+		for _, en := range h.Entries {
+			reasons = append(reasons, en.Reason)
+		}
+		for _, s := range h.Spans {
+			states = append(states, s.State)
+		}
+		for _, want := range []string{"CreatedWorkload", "QuotaReserved", "Admitted", "Preempted"} {
+			if !slices.Contains(reasons, want) {
+				return fmt.Errorf("history %v lacks %s", reasons, want)
+			}
+		}
+		if i := slices.Index(states, "Admitted"); i < 0 || !slices.Contains(states[i:], "Evicted") {
+			return fmt.Errorf("states %v, want Admitted then Evicted", states)
+		}
+		return nil
+	})
 }
 
 func workloadsIn(t *testing.T, ns string) int {
