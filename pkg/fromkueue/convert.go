@@ -56,6 +56,10 @@ func (n Note) String() string { return fmt.Sprintf("%s: %s: %s", n.Object, n.Fie
 // of a Kueue kind that Berth has no counterpart for: it is left out.
 func Convert(obj *unstructured.Unstructured) (keep bool, notes []Note) {
 	c := converter{object: describe(obj)}
+	if strings.HasPrefix(obj.GetAPIVersion(), "config."+group+"/") {
+		c.note("kind", "Kueue's controller configuration is not converted: write Berth's, which has the same names where it has the setting; left out")
+		return false, c.notes
+	}
 	if strings.HasPrefix(obj.GetAPIVersion(), group+"/") {
 		kind := obj.GetKind()
 		if !slices.Contains(kinds, kind) {
@@ -67,6 +71,7 @@ func Convert(obj *unstructured.Unstructured) (keep bool, notes []Note) {
 		c.spec(obj)
 	}
 	c.walk(obj.Object, "")
+	c.leftovers(obj.Object, "")
 	return true, c.notes
 }
 
@@ -85,12 +90,17 @@ func describe(obj *unstructured.Unstructured) string {
 	if ns := obj.GetNamespace(); ns != "" {
 		return obj.GetKind() + " " + ns + "/" + obj.GetName()
 	}
-	return obj.GetKind() + " " + obj.GetName()
+	return strings.TrimSpace(obj.GetKind() + " " + obj.GetName())
 }
 
 type converter struct {
 	object string
 	notes  []Note
+}
+
+// noted reports whether field has a note already.
+func (c *converter) noted(field string) bool {
+	return slices.ContainsFunc(c.notes, func(n Note) bool { return n.Field == field })
 }
 
 func (c *converter) note(field, msg string) {
@@ -172,7 +182,7 @@ func (c *converter) keys(meta map[string]any, field, path string) {
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !strings.HasPrefix(k, group+"/") {
+		if !strings.Contains(k, group) { // provreq.kueue.x-k8s.io/ too
 			continue
 		}
 		to, ok := keys[k]
@@ -182,5 +192,32 @@ func (c *converter) keys(meta map[string]any, field, path string) {
 		}
 		m[to] = m[k]
 		delete(m, k)
+	}
+}
+
+// leftovers notes every other place where the object still names Kueue's
+// group after conversion (an owner reference, a Job's spec.managedBy, a
+// policy's expression): Berth reads none of them, and what each should
+// become is for a person to say.
+func (c *converter) leftovers(v any, path string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if (k == "labels" || k == "annotations") && strings.HasSuffix(path, "metadata") {
+				continue // keys, above
+			}
+			c.leftovers(v[k], strings.TrimPrefix(path+"."+k, "."))
+		}
+	case []any:
+		for i, child := range v {
+			c.leftovers(child, fmt.Sprintf("%s[%d]", path, i))
+		}
+	case string:
+		if strings.Contains(v, group) && !c.noted(path) {
+			if len(v) > 80 {
+				v = v[:77] + "..."
+			}
+			c.note(path, fmt.Sprintf("still names %s (%q): Berth does not read it; rewrite or remove it by hand", group, v))
+		}
 	}
 }

@@ -37,6 +37,22 @@ spec: {clusterQueue: cq}, status: {pendingWorkloads: 2}}`,
 			want: `{apiVersion: berth.dev/v1alpha1, kind: LocalQueue, metadata: {name: main, namespace: team, labels: {team: a}}, spec: {clusterQueue: cq}}`,
 			keep: true,
 		},
+		"Kueue's controller configuration": {
+			in:        `{apiVersion: config.kueue.x-k8s.io/v1beta2, kind: Configuration, manageJobsWithoutQueueName: true}`,
+			wantNotes: []string{"Configuration: kind: Kueue's controller configuration is not converted: write Berth's, which has the same names where it has the setting; left out"},
+		},
+		"what still names Kueue where convert cannot tell what it should become": {
+			in: `{apiVersion: batch/v1, kind: Job, metadata: {name: j, annotations: {provreq.kueue.x-k8s.io/maxRunDurationSeconds: "600"},
+ownerReferences: [{apiVersion: kueue.x-k8s.io/v1beta2, kind: Workload, name: w, uid: u}]}, spec: {managedBy: kueue.x-k8s.io/multikueue}}`,
+			want: `{apiVersion: batch/v1, kind: Job, metadata: {name: j, annotations: {provreq.kueue.x-k8s.io/maxRunDurationSeconds: "600"},
+ownerReferences: [{apiVersion: kueue.x-k8s.io/v1beta2, kind: Workload, name: w, uid: u}]}, spec: {managedBy: kueue.x-k8s.io/multikueue}}`,
+			keep: true,
+			wantNotes: []string{
+				"Job j: metadata.annotations[provreq.kueue.x-k8s.io/maxRunDurationSeconds]: Berth does not read it; left as it is",
+				`Job j: metadata.ownerReferences[0].apiVersion: still names kueue.x-k8s.io ("kueue.x-k8s.io/v1beta2"): Berth does not read it; rewrite or remove it by hand`,
+				`Job j: spec.managedBy: still names kueue.x-k8s.io ("kueue.x-k8s.io/multikueue"): Berth does not read it; rewrite or remove it by hand`,
+			},
+		},
 		"a v1alpha1 Cohort's parent": {
 			in:   `{apiVersion: kueue.x-k8s.io/v1alpha1, kind: Cohort, metadata: {name: team}, spec: {parent: org}}`,
 			want: `{apiVersion: berth.dev/v1alpha1, kind: Cohort, metadata: {name: team}, spec: {parentName: org}}`,
