@@ -149,8 +149,39 @@ func historyEntries(wl *berthv1alpha1.Workload, events []corev1.Event) []History
 		}
 		out = append(out, HistoryEntry{Time: cond.LastTransitionTime.UTC(), Reason: t, Object: self, Message: cond.Reason + ": " + cond.Message})
 	}
-	slices.SortStableFunc(out, func(a, b HistoryEntry) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(out, func(a, b HistoryEntry) int {
+		// Conditions and some events tell the time to the second: within
+		// one, a Workload's life goes in its order.
+		if c := a.Time.Truncate(time.Second).Compare(b.Time.Truncate(time.Second)); c != 0 {
+			return c
+		}
+		if c := lifeOrder(a.Reason) - lifeOrder(b.Reason); c != 0 {
+			return c
+		}
+		return a.Time.Compare(b.Time)
+	})
 	return out
+}
+
+// lifeOrder is where a reason comes in a Workload's life, for entries of
+// the same second: creation, quota, admission, the job's own events,
+// eviction, requeue, the end.
+func lifeOrder(reason string) int {
+	switch reason {
+	case historyCreated, jobframework.EventCreatedWorkload:
+		return 0
+	case berthv1alpha1.WorkloadQuotaReserved:
+		return 1
+	case berthv1alpha1.WorkloadAdmitted:
+		return 2
+	case berthv1alpha1.WorkloadEvicted, berthv1alpha1.WorkloadPreempted:
+		return 4
+	case berthv1alpha1.WorkloadRequeued:
+		return 5
+	case berthv1alpha1.WorkloadFinished:
+		return 6
+	}
+	return 3
 }
 
 // historyCreated is the entry of a Workload's creation where its job's
@@ -187,7 +218,7 @@ func stateSpans(entries []HistoryEntry) []StateSpan {
 			continue
 		}
 		n := len(spans)
-		if n > 0 && spans[n-1].From.Equal(e.Time) && state != StateFinished {
+		if n > 0 && spans[n-1].From.Truncate(time.Second).Equal(e.Time.Truncate(time.Second)) && state != StateFinished {
 			// Quota reserved and admitted at once: no time in between.
 			spans[n-1].State = state
 			continue
