@@ -62,7 +62,11 @@ func Convert(obj *unstructured.Unstructured) (keep bool, notes []Note) {
 	}
 	if strings.HasPrefix(obj.GetAPIVersion(), group+"/") {
 		kind := obj.GetKind()
-		if !slices.Contains(kinds, kind) {
+		switch {
+		case kind == "Workload":
+			c.note("kind", "Berth makes its own Workload for each job it holds; left out")
+			return false, c.notes
+		case !slices.Contains(kinds, kind):
 			c.note("kind", fmt.Sprintf("Berth has no %s yet; left out", kind))
 			return false, c.notes
 		}

@@ -71,6 +71,10 @@ spec: {controllerName: berth.dev/provisioning-request, parameters: {apiGroup: be
 			keep:      true,
 			wantNotes: []string{"AdmissionCheck mk: spec.controllerName: kueue.x-k8s.io/multikueue has no counterpart in Berth yet; the check stays inactive"},
 		},
+		"Kueue's Workloads are Kueue's": {
+			in:        `{apiVersion: kueue.x-k8s.io/v1beta2, kind: Workload, metadata: {name: job-x, namespace: team}}`,
+			wantNotes: []string{"Workload team/job-x: kind: Berth makes its own Workload for each job it holds; left out"},
+		},
 		"a kind Berth has not": {
 			in:        `{apiVersion: kueue.x-k8s.io/v1beta2, kind: Topology, metadata: {name: default}, spec: {levels: [{nodeLabel: kubernetes.io/hostname}]}}`,
 			wantNotes: []string{"Topology default: kind: Berth has no Topology yet; left out"},
