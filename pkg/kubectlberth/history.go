@@ -208,6 +208,9 @@ var entersState = map[string]string{
 	berthv1alpha1.WorkloadFinished:      StateFinished,
 }
 
+// waiting are the states before an admission.
+var waiting = map[string]bool{StatePending: true, StateQuotaReserved: true}
+
 // stateSpans follows the entries through the states: each span ends where
 // the next begins; the last, unless the Workload finished, is open.
 func stateSpans(entries []HistoryEntry) []StateSpan {
@@ -218,8 +221,10 @@ func stateSpans(entries []HistoryEntry) []StateSpan {
 			continue
 		}
 		n := len(spans)
-		if n > 0 && spans[n-1].From.Truncate(time.Second).Equal(e.Time.Truncate(time.Second)) && state != StateFinished {
-			// Quota reserved and admitted at once: no time in between.
+		if n > 0 && waiting[spans[n-1].State] && state != StateFinished &&
+			spans[n-1].From.Truncate(time.Second).Equal(e.Time.Truncate(time.Second)) {
+			// Created or requeued, quota reserved and admitted within a
+			// second, which conditions do not tell apart: no wait.
 			spans[n-1].State = state
 			continue
 		}

@@ -45,3 +45,25 @@ func TestHistoryWithinASecond(t *testing.T) {
 		t.Errorf("spans %+v, want Admitted for 6s alone", spans)
 	}
 }
+
+// TestHistoryKeepsAnEviction: preempted and requeued within a second, a
+// workload was still evicted in between; only the waits before an
+// admission fold into it.
+func TestHistoryKeepsAnEviction(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	at := func(d time.Duration, reason string) HistoryEntry { return HistoryEntry{Time: t0.Add(d), Reason: reason} }
+	spans := stateSpans([]HistoryEntry{
+		at(0, jobframework.EventCreatedWorkload),
+		at(100*time.Millisecond, berthv1alpha1.WorkloadAdmitted),
+		at(10*time.Second+100*time.Millisecond, berthv1alpha1.WorkloadPreempted),
+		at(10*time.Second+600*time.Millisecond, berthv1alpha1.WorkloadRequeued),
+		at(20*time.Second, berthv1alpha1.WorkloadAdmitted),
+	})
+	var states []string
+	for _, s := range spans {
+		states = append(states, s.State)
+	}
+	if want := []string{StateAdmitted, StateEvicted, StatePending, StateAdmitted}; !slices.Equal(states, want) {
+		t.Errorf("states %v, want %v", states, want)
+	}
+}
