@@ -51,7 +51,9 @@ func TestHistoryWithinASecond(t *testing.T) {
 // admission fold into it.
 func TestHistoryKeepsAnEviction(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
-	at := func(d time.Duration, reason string) HistoryEntry { return HistoryEntry{Time: t0.Add(d), Reason: reason} }
+	at := func(d time.Duration, reason string) HistoryEntry {
+		return HistoryEntry{Time: t0.Add(d), Reason: reason}
+	}
 	spans := stateSpans([]HistoryEntry{
 		at(0, jobframework.EventCreatedWorkload),
 		at(100*time.Millisecond, berthv1alpha1.WorkloadAdmitted),
