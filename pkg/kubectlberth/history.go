@@ -19,13 +19,19 @@ import (
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
-// History is the output of kubectl berth history: what happened to a
-// job's Workload, in order, and how long it spent in each state.
+// HistoryList is the output of kubectl berth history: the job's
+// Workloads.
+type HistoryList struct {
+	Workloads []History `json:"workloads"`
+}
+
+// History is what happened to one Workload, in order, and how long it
+// spent in each state.
 type History struct {
-	Workload     string         `json:"workload"`
+	Name         string         `json:"name"`
 	ClusterQueue string         `json:"clusterQueue,omitempty"`
 	State        string         `json:"state"`
-	Entries      []HistoryEntry `json:"entries"`
+	Events       []HistoryEntry `json:"events"`
 	Spans        []StateSpan    `json:"spans"`
 }
 
@@ -33,6 +39,8 @@ type History struct {
 // last change where its event is gone.
 type HistoryEntry struct {
 	Time time.Time `json:"time"`
+	// State is the Workload's state once it happened.
+	State string `json:"state"`
 	// Reason is the event's reason, or the condition's type.
 	Reason string `json:"reason"`
 	// Object is what it happened to, as KIND NAME.
@@ -75,7 +83,8 @@ Then how long it spent in each state.`,
 			if err != nil {
 				return err
 			}
-			if err := o.print(h, func(w io.Writer) error { return historyTable(w, h) }); err != nil || o.output != "table" {
+			list := &HistoryList{Workloads: []History{*h}}
+			if err := o.print(list, func(w io.Writer) error { return historyTable(w, h) }); err != nil || o.output != "table" {
 				return err
 			}
 			// The states are a table of their own, with their own columns.
@@ -98,9 +107,9 @@ func history(ctx context.Context, c client.Reader, key types.NamespacedName) (*H
 	if err := c.List(ctx, events, client.InNamespace(key.Namespace)); err != nil {
 		return nil, readError(err)
 	}
-	h := &History{Workload: wl.Name, ClusterQueue: string(workload.ClusterQueueOf(wl)), State: stateName(wl)}
-	h.Entries = historyEntries(wl, events.Items)
-	h.Spans = stateSpans(h.Entries)
+	h := &History{Name: wl.Name, ClusterQueue: string(workload.ClusterQueueOf(wl)), State: stateName(wl)}
+	h.Events = historyEntries(wl, events.Items)
+	h.Spans = stateSpans(h.Events)
 	return h, nil
 }
 
@@ -160,6 +169,13 @@ func historyEntries(wl *berthv1alpha1.Workload, events []corev1.Event) []History
 		}
 		return a.Time.Compare(b.Time)
 	})
+	state := ""
+	for i := range out {
+		if s, ok := entersState[out[i].Reason]; ok {
+			state = s
+		}
+		out[i].State = state
+	}
 	return out
 }
 
@@ -246,14 +262,14 @@ func historyTable(w io.Writer, h *History) error {
 	if h.ClusterQueue != "" {
 		where = " in ClusterQueue " + h.ClusterQueue
 	}
-	fmt.Fprintf(w, "Workload %s%s: %s\n\n", h.Workload, where, h.State)
-	row(w, "TIME", "WHAT", "ON", "MESSAGE")
-	for _, e := range h.Entries {
+	fmt.Fprintf(w, "Workload %s%s: %s\n\n", h.Name, where, h.State)
+	row(w, "TIME", "WHAT", "ON", "STATE", "MESSAGE")
+	for _, e := range h.Events {
 		what := e.Reason
 		if e.Count > 1 {
 			what = fmt.Sprintf("%s (x%d)", e.Reason, e.Count)
 		}
-		row(w, e.Time.Format(time.RFC3339), what, e.Object, orDash(e.Message))
+		row(w, e.Time.Format(time.RFC3339), what, e.Object, orDash(e.State), orDash(e.Message))
 	}
 	return nil
 }

@@ -133,15 +133,18 @@ func TestPluginWhatIfPredictsAPreemption(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		var h struct {
-			Entries []struct{ Reason, Object string }
-			Spans   []struct{ State string }
+		var list struct {
+			Workloads []struct {
+				Events []struct{ Reason, Object string }
+				Spans  []struct{ State string }
+			}
 		}
-		if err := json.Unmarshal([]byte(out), &h); err != nil {
-			return fmt.Errorf("%w: %s", err, out)
+		if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Workloads) != 1 {
+			return fmt.Errorf("%v: %s", err, out)
 		}
+		h := list.Workloads[0]
 		var reasons, states []string
-		for _, en := range h.Entries {
+		for _, en := range h.Events {
 			reasons = append(reasons, en.Reason)
 		}
 		for _, s := range h.Spans {
