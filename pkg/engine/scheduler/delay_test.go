@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
@@ -79,5 +81,52 @@ func TestPreemptorEvictsTheShortfallAfterTheDelay(t *testing.T) {
 	}
 	if _, ok := e.applier.admitted["ns/b4"]; ok {
 		t.Error("b4 borrowed quota held for the preemptor")
+	}
+}
+
+// TestPreemptorHoldsItsPreferredFlavor: a ClusterQueue that lent its H100s
+// and wants them back, with whenCanPreempt: MayStopSearch, gets H100s,
+// not the A100s that are free: the delay decides when to evict, never
+// where the workload runs.
+func TestPreemptorHoldsItsPreferredFlavor(t *testing.T) {
+	reclaimAny := berthv1alpha1.ClusterQueuePreemption{ReclaimWithinCohort: berthv1alpha1.PreemptionPolicyAny}
+	stop := berthv1alpha1.FlavorFungibility{WhenCanBorrow: berthv1alpha1.MayStopSearch, WhenCanPreempt: berthv1alpha1.MayStopSearch}
+	var admitted []*berthv1alpha1.Workload
+	for i := range 4 {
+		admitted = append(admitted, mkWL(fmt.Sprintf("b%d", i), "ns").Request(1, "nvidia.com/gpu", "1").AdmittedIn("b", "h100").Obj())
+	}
+	e := newEnv(envInputs{
+		flavors: gpuFlavors(),
+		queues: []*berthv1alpha1.ClusterQueue{
+			gpuCQ("a", "c", gpus("h100", "4"), gpus("a100", "4")).Preemption(reclaimAny).Fungibility(stop).Obj(),
+			gpuCQ("b", "c", gpus("h100", "0")).Obj(),
+		},
+		admitted: admitted,
+		pending:  []*berthv1alpha1.Workload{mkWL("p", "ns").Queue("a").Request(1, "nvidia.com/gpu", "2").Obj()},
+	})
+	var now time.Duration
+	e.sched.now = func() time.Time { return utiltesting.BaseTime.Add(now) }
+	e.sched.preemptionDelay = 5 * time.Second
+	ctx := context.Background()
+	e.sched.Schedule(ctx)
+	if adm, ok := e.applier.admitted["ns/p"]; ok {
+		t.Fatalf("p admitted within the delay in %v, want it to hold h100", adm.PodSetAssignments[0].Flavors)
+	}
+	now = 5 * time.Second
+	e.sched.WakeHeld()
+	e.sched.Schedule(ctx)
+	if victims := e.victims(); len(victims) != 2 {
+		t.Fatalf("preempted %v after the delay, want two of b's", victims)
+	}
+	for _, v := range e.victims() {
+		e.release(v)
+	}
+	e.sched.Schedule(ctx)
+	adm, ok := e.applier.admitted["ns/p"]
+	if !ok {
+		t.Fatalf("p not admitted once its victims were gone; pending: %q", e.applier.pending["ns/p"])
+	}
+	if f := adm.PodSetAssignments[0].Flavors["nvidia.com/gpu"]; f != "h100" {
+		t.Errorf("p admitted in %s, want h100", f)
 	}
 }

@@ -53,14 +53,10 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 	}
 	c.preemptor[e.head.ClusterQueue] = info.Key
 	if hold, msg := c.holdInstead(e, targets); hold {
-		if a := flavorassigner.AssignWithoutPreemption(c.snap, e.cq, info); a.Mode >= flavorassigner.Borrow {
-			// A later flavor has room: whenCanPreempt: MayStopSearch
-			// prefers evicting in an earlier one, but the delay is there
-			// to evict nobody.
-			e.assignment = a
-			c.admit(ctx, e)
-			return
-		}
+		// A later flavor may have room, but whenCanPreempt: MayStopSearch
+		// prefers this one at the cost of an eviction (a team that lent
+		// its H100s gets them back, not A100s instead): the delay decides
+		// when to evict, never where the workload runs.
 		// It stays at the head of its queue, tried again at every cycle
 		// (Start also wakes its queue when the delay ends), so that it
 		// takes freed quota as soon as it is enough.
