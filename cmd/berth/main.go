@@ -35,6 +35,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
+	"github.com/berth-dev/berth/pkg/metrics"
 )
 
 // version is the release's, set by hack/release.sh (-X main.version).
@@ -61,6 +62,9 @@ func main() {
 func run(configFile string, deviations controllermanager.Deviations) error {
 	cfg, err := config.Load(configFile)
 	if err != nil {
+		return err
+	}
+	if err := metrics.Configure(cfg.Metrics); err != nil {
 		return err
 	}
 	scheme := k8sruntime.NewScheme()

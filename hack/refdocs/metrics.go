@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	// Registers Berth's metrics with controller-runtime's registry.
-	_ "github.com/berth-dev/berth/pkg/metrics"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	berthmetrics "github.com/berth-dev/berth/pkg/metrics"
 )
 
 // metricPrefix starts the names of Berth's own metrics.
@@ -35,6 +35,10 @@ type metric struct {
 var descString = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), unit: "(?:[^"\\]|\\.)*", constLabels: \{([^}]*)\}, variableLabels: \{([^}]*)\}\}$`)
 
 func metricsPage(c *code) (string, error) {
+	// The series of the default configuration: no custom labels.
+	if err := berthmetrics.Configure(configv1alpha1.Metrics{}); err != nil {
+		return "", err
+	}
 	metrics, err := registeredMetrics(ctrlmetrics.Registry.(prometheus.Collector))
 	if err != nil {
 		return "", err

@@ -58,8 +58,7 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 	// One event for both: quota is reserved and the workload admitted in
 	// the same write.
 	a.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Admit", "%s", workload.AdmittedMessage(wl, admission, time.Now()))
-	metrics.AdmittedWorkloads.WithLabelValues(string(admission.ClusterQueue)).Inc()
-	metrics.AdmissionWaitTime.WithLabelValues(string(admission.ClusterQueue)).Observe(time.Since(workload.QueueTime(wl)).Seconds())
+	metrics.Admitted(string(admission.ClusterQueue), wl.Namespace, string(wl.Spec.QueueName), time.Since(workload.QueueTime(wl)))
 	return written, nil
 }
 
@@ -72,7 +71,7 @@ func (a *Applier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, r
 	}
 	a.recorder.Eventf(victim, nil, corev1.EventTypeNormal, berthv1alpha1.ReasonPreempted, "Preempt", "%s", message)
 	if adm := victim.Status.Admission; adm != nil {
-		metrics.PreemptedWorkloads.WithLabelValues(string(adm.ClusterQueue), reason).Inc()
+		metrics.PreemptedWorkloads.WithLabelValues(metrics.CQ(string(adm.ClusterQueue), reason)...).Inc()
 	}
 	return nil
 }

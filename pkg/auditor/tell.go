@@ -78,12 +78,12 @@ func (t *teller) setMetric(report audit.Report, cqs []*berthv1alpha1.ClusterQueu
 	}
 	for s := range t.series {
 		if _, ok := values[s]; !ok {
-			metrics.UnaccountedResources.DeleteLabelValues(s.clusterQueue, string(s.resource))
+			metrics.UnaccountedResources.DeleteLabelValues(metrics.CQ(s.clusterQueue, string(s.resource))...)
 			delete(t.series, s)
 		}
 	}
 	for s, v := range values {
-		metrics.UnaccountedResources.WithLabelValues(s.clusterQueue, string(s.resource)).Set(v)
+		metrics.UnaccountedResources.WithLabelValues(metrics.CQ(s.clusterQueue, string(s.resource))...).Set(v)
 		t.series[s] = true
 	}
 }

@@ -47,6 +47,12 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 	} else {
 		setString(&cfg.Metrics.BindAddress, configv1alpha1.DefaultInsecureMetricsBindAddress)
 	}
+	if cfg.Metrics.EnableLocalQueueMetrics == nil {
+		cfg.Metrics.EnableLocalQueueMetrics = ptr.To(true)
+	}
+	for i := range cfg.Metrics.CustomLabels {
+		setString(&cfg.Metrics.CustomLabels[i].SourceLabelKey, cfg.Metrics.CustomLabels[i].Name)
+	}
 	setWebhookDefaults(&cfg.Webhook)
 	setInternalCertManagementDefaults(&cfg.InternalCertManagement)
 	// nil, not empty: an explicit empty list means "manage no framework".

@@ -25,7 +25,7 @@ func defaulted() *configv1alpha1.Configuration {
 			RetryPeriod:       &metav1.Duration{Duration: 2 * time.Second},
 		},
 		Health:  configv1alpha1.Health{HealthProbeBindAddress: ":8081"},
-		Metrics: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true)},
+		Metrics: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true), EnableLocalQueueMetrics: ptr.To(true)},
 		Webhook: configv1alpha1.Webhook{Port: 9443, CertDir: "/tmp/berth-webhook-certs"},
 		InternalCertManagement: configv1alpha1.InternalCertManagement{
 			Enable:                             ptr.To(true),
@@ -128,9 +128,13 @@ func TestMetricsDefaults(t *testing.T) {
 		in   configv1alpha1.Metrics
 		want configv1alpha1.Metrics
 	}{
-		{in: configv1alpha1.Metrics{}, want: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true)}},
-		{in: configv1alpha1.Metrics{SecureServing: ptr.To(false)}, want: configv1alpha1.Metrics{BindAddress: ":8080", SecureServing: ptr.To(false)}},
-		{in: configv1alpha1.Metrics{BindAddress: "127.0.0.1:9", SecureServing: ptr.To(false)}, want: configv1alpha1.Metrics{BindAddress: "127.0.0.1:9", SecureServing: ptr.To(false)}},
+		{in: configv1alpha1.Metrics{}, want: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true), EnableLocalQueueMetrics: ptr.To(true)}},
+		{in: configv1alpha1.Metrics{SecureServing: ptr.To(false)}, want: configv1alpha1.Metrics{BindAddress: ":8080", SecureServing: ptr.To(false), EnableLocalQueueMetrics: ptr.To(true)}},
+		{in: configv1alpha1.Metrics{BindAddress: "127.0.0.1:9", SecureServing: ptr.To(false), EnableLocalQueueMetrics: ptr.To(false)}, want: configv1alpha1.Metrics{BindAddress: "127.0.0.1:9", SecureServing: ptr.To(false), EnableLocalQueueMetrics: ptr.To(false)}},
+		{
+			in:   configv1alpha1.Metrics{CustomLabels: []configv1alpha1.MetricLabel{{Name: "team"}, {Name: "cost_center", SourceLabelKey: "example.com/cost-center"}}},
+			want: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true), EnableLocalQueueMetrics: ptr.To(true), CustomLabels: []configv1alpha1.MetricLabel{{Name: "team", SourceLabelKey: "team"}, {Name: "cost_center", SourceLabelKey: "example.com/cost-center"}}},
+		},
 	} {
 		cfg := &configv1alpha1.Configuration{Metrics: tc.in}
 		SetDefaults(cfg)

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +35,7 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 	errs = append(errs, validateLeaderElection(&cfg.LeaderElection, field.NewPath("leaderElection"))...)
 	errs = append(errs, validateBindAddress(cfg.Health.HealthProbeBindAddress, field.NewPath("health", "healthProbeBindAddress"))...)
 	errs = append(errs, validateBindAddress(cfg.Metrics.BindAddress, field.NewPath("metrics", "bindAddress"))...)
+	errs = append(errs, validateCustomLabels(cfg.Metrics.CustomLabels, field.NewPath("metrics", "customLabels"))...)
 	errs = append(errs, validateWebhook(&cfg.Webhook, field.NewPath("webhook"))...)
 	errs = append(errs, validateInternalCertManagement(&cfg.InternalCertManagement, field.NewPath("internalCertManagement"))...)
 	if name := cfg.DefaultSchedulerName; name != "" {
@@ -68,6 +71,42 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 	}
 	if afs := cfg.AdmissionFairSharing; afs != nil {
 		errs = append(errs, validateAdmissionFairSharing(afs, field.NewPath("admissionFairSharing"))...)
+	}
+	return errs
+}
+
+// maxCustomLabels bounds the labels added to every queue series: each
+// multiplies nothing, but each is one more string per series.
+const maxCustomLabels = 8
+
+// promLabel is what Prometheus accepts as a label name.
+var promLabel = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// reservedMetricLabels are the labels Berth's series already have.
+var reservedMetricLabels = sets.New("cluster_queue", "local_queue", "namespace", "cohort", "flavor", "resource", "status", "reason", "le")
+
+func validateCustomLabels(labels []configv1alpha1.MetricLabel, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(labels) > maxCustomLabels {
+		errs = append(errs, field.TooMany(path, len(labels), maxCustomLabels))
+	}
+	seen := sets.New[string]()
+	for i, l := range labels {
+		p := path.Index(i)
+		switch {
+		case !promLabel.MatchString(l.Name) || strings.HasPrefix(l.Name, "__"):
+			errs = append(errs, field.Invalid(p.Child("name"), l.Name, "must be a Prometheus label name: letters, digits and underscores, not starting with a digit or __"))
+		case reservedMetricLabels.Has(l.Name):
+			errs = append(errs, field.Invalid(p.Child("name"), l.Name, "is a label Berth's series already have"))
+		case seen.Has(l.Name):
+			errs = append(errs, field.Duplicate(p.Child("name"), l.Name))
+		}
+		seen.Insert(l.Name)
+		if l.SourceLabelKey != "" {
+			for _, msg := range validation.IsQualifiedName(l.SourceLabelKey) {
+				errs = append(errs, field.Invalid(p.Child("sourceLabelKey"), l.SourceLabelKey, msg))
+			}
+		}
 	}
 	return errs
 }

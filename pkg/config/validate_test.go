@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,6 +29,25 @@ func TestValidate(t *testing.T) {
 				cfg.Kind = "ClusterQueue"
 			},
 			wantFields: []string{"FieldValueNotSupported apiVersion", "FieldValueNotSupported kind"},
+		},
+		"custom metric labels that Prometheus or Berth's series refuse": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Metrics.CustomLabels = []configv1alpha1.MetricLabel{
+					{Name: "team", SourceLabelKey: "team"}, {Name: "team"}, {Name: "cluster_queue"}, {Name: "2fast"}, {Name: "__x"},
+					{Name: "cost", SourceLabelKey: "not a key"},
+				}
+			},
+			wantFields: []string{"FieldValueDuplicate metrics.customLabels[1].name", "FieldValueInvalid metrics.customLabels[2].name",
+				"FieldValueInvalid metrics.customLabels[3].name", "FieldValueInvalid metrics.customLabels[4].name",
+				"FieldValueInvalid metrics.customLabels[5].sourceLabelKey"},
+		},
+		"too many custom metric labels": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				for i := range 9 {
+					cfg.Metrics.CustomLabels = append(cfg.Metrics.CustomLabels, configv1alpha1.MetricLabel{Name: fmt.Sprintf("l%d", i)})
+				}
+			},
+			wantFields: []string{"FieldValueTooMany metrics.customLabels"},
 		},
 		"negative qps": {
 			change:     func(cfg *configv1alpha1.Configuration) { cfg.ClientConnection.QPS = -1 },

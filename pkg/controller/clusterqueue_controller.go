@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,27 +183,47 @@ func (r *ClusterQueueReconciler) state(ctx context.Context, cq *berthv1alpha1.Cl
 	// Without admission checks quota is reserved and the workload
 	// admitted in one write; with them, admission follows the checks.
 	st.reserving, st.admitted = int32(n), int32(r.cache.AdmittedCount(name))
-	setQueueMetrics(cq, active, inadmissible, n, usage)
+	setQueueMetrics(cq, active, inadmissible, n, usage, r.cache.ReservedUsage(name))
+	setCohortMetrics(r.cache.CohortsAbove(name))
 	return st, nil
 }
 
 // setQueueMetrics sets the gauges of a ClusterQueue: its waiting and
 // admitted workloads, and per flavor and resource its nominal quota and
 // what is in use, in the resource's unit (cores for cpu).
-func setQueueMetrics(cq *berthv1alpha1.ClusterQueue, active, inadmissible, admitted int, usage resources.Usage) {
-	metrics.PendingWorkloads.WithLabelValues(cq.Name, "active").Set(float64(active))
-	metrics.PendingWorkloads.WithLabelValues(cq.Name, "inadmissible").Set(float64(inadmissible))
-	metrics.AdmittedActiveWorkloads.WithLabelValues(cq.Name).Set(float64(admitted))
+func setQueueMetrics(cq *berthv1alpha1.ClusterQueue, active, inadmissible, admitted int, usage, reserved resources.Usage) {
+	metrics.SetClusterQueueLabels(cq.Name, cq.Labels)
+	metrics.PendingWorkloads.WithLabelValues(metrics.CQ(cq.Name, "active")...).Set(float64(active))
+	metrics.PendingWorkloads.WithLabelValues(metrics.CQ(cq.Name, "inadmissible")...).Set(float64(inadmissible))
+	metrics.AdmittedActiveWorkloads.WithLabelValues(metrics.CQ(cq.Name)...).Set(float64(admitted))
 	for _, g := range cq.Spec.ResourceGroups {
 		for _, f := range g.Flavors {
 			for _, r := range f.Resources {
 				fr := resources.FlavorResource{Flavor: f.Name, Resource: r.Name}
-				metrics.ClusterQueueNominalQuota.WithLabelValues(cq.Name, string(f.Name), string(r.Name)).Set(r.NominalQuota.AsApproximateFloat64())
-				used := resources.Quantity(r.Name, usage[fr])
-				metrics.ClusterQueueResourceUsage.WithLabelValues(cq.Name, string(f.Name), string(r.Name)).Set(used.AsApproximateFloat64())
+				labels := metrics.CQ(cq.Name, string(f.Name), string(r.Name))
+				metrics.ClusterQueueNominalQuota.WithLabelValues(labels...).Set(r.NominalQuota.AsApproximateFloat64())
+				metrics.ClusterQueueResourceUsage.WithLabelValues(labels...).Set(amount(r.Name, usage[fr]))
+				metrics.ClusterQueueResourceReservation.WithLabelValues(labels...).Set(amount(r.Name, reserved[fr]))
 			}
 		}
 	}
+}
+
+// setCohortMetrics sets the gauges of the cohorts above a ClusterQueue.
+func setCohortMetrics(cohorts []cache.CohortUsage) {
+	for _, c := range cohorts {
+		for fr, q := range c.Quota {
+			metrics.CohortSubtreeQuota.WithLabelValues(string(c.Name), string(fr.Flavor), string(fr.Resource)).Set(amount(fr.Resource, q))
+			metrics.CohortResourceUsage.WithLabelValues(string(c.Name), string(fr.Flavor), string(fr.Resource)).Set(amount(fr.Resource, c.Usage[fr]))
+		}
+	}
+}
+
+// amount is a value of the engine's in the resource's unit (cores for
+// cpu).
+func amount(name corev1.ResourceName, v int64) float64 {
+	q := resources.Quantity(name, v)
+	return q.AsApproximateFloat64()
 }
 
 // requeueWorkloadsOf asks for the workloads of every LocalQueue of a

@@ -9,6 +9,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/cache"
 	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 )
 
@@ -40,6 +41,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	gone := func() {
 		r.warnings.forget("", req.Name)
+		metrics.CohortDeleted(req.Name)
 		r.cache.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
 		r.queues.DeleteCohort(berthv1alpha1.CohortReference(req.Name))
 	}

@@ -17,6 +17,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/queue"
 	"github.com/berth-dev/berth/pkg/engine/workload"
+	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 )
 
@@ -78,6 +79,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if gen == 0 {
 		r.queues.DeleteLocalQueue(req.String())
+		metrics.LocalQueueDeleted(req.Namespace, req.Name)
 		return ctrl.Result{}, nil
 	}
 	r.queues.AddOrUpdateLocalQueue(lq)
@@ -115,6 +117,7 @@ func (r *LocalQueueReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active metav1.Condition, unused []unusedSetting) error {
 	var pending, reserving, admitted int32
 	var admissions []*berthv1alpha1.Admission
+	inadmissible := 0
 	err := r.workloads(lq.Namespace, lq.Name, func(wl *berthv1alpha1.Workload) {
 		switch {
 		case workload.IsFinished(wl):
@@ -126,6 +129,9 @@ func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active me
 			admissions = append(admissions, wl.Status.Admission)
 		default:
 			pending++
+			if r.queues.SetAside(workload.Key(wl), lq.Spec.ClusterQueue) {
+				inadmissible++
+			}
 		}
 	})
 	if err != nil {
@@ -134,6 +140,14 @@ func (r *LocalQueueReconciler) setStatus(lq *berthv1alpha1.LocalQueue, active me
 	lq.Status.PendingWorkloads, lq.Status.ReservingWorkloads, lq.Status.AdmittedWorkloads = pending, reserving, admitted
 	lq.Status.FlavorsUsage = localQueueUsage(admissions)
 	lq.Status.FairSharing = r.queues.LocalQueueFairSharing(lq.Namespace + "/" + lq.Name)
+	st := metrics.LocalQueueState{Active: int(pending) - inadmissible, Inadmissible: inadmissible, Admitted: int(admitted), Usage: map[string]map[string]float64{}}
+	for _, f := range lq.Status.FlavorsUsage {
+		st.Usage[string(f.Name)] = map[string]float64{}
+		for _, u := range f.Resources {
+			st.Usage[string(f.Name)][string(u.Name)] = u.Total.AsApproximateFloat64()
+		}
+	}
+	metrics.SetLocalQueue(lq.Namespace, lq.Name, lq.Labels, st)
 	setActiveCondition(&lq.Status.Conditions, lq.Generation, active)
 	setUnusedCondition(&lq.Status.Conditions, lq.Generation, unused)
 	return nil

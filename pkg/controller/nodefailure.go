@@ -164,7 +164,7 @@ func (r *NodeFailureReconciler) evict(ctx context.Context, key types.NamespacedN
 	}
 	cq := workload.ClusterQueueOf(wl)
 	r.recorder.Eventf(wl, nil, corev1.EventTypeWarning, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", cq, berthv1alpha1.ReasonNodeFailures, msg)
-	metrics.EvictedWorkloads.WithLabelValues(string(cq), berthv1alpha1.ReasonNodeFailures).Inc()
+	metrics.EvictedWorkloads.WithLabelValues(metrics.CQ(string(cq), berthv1alpha1.ReasonNodeFailures)...).Inc()
 	return nil
 }
 

@@ -359,7 +359,7 @@ func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1a
 		return ctrl.Result{}, err
 	}
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", workload.ClusterQueueOf(wl), reason, msg)
-	metrics.EvictedWorkloads.WithLabelValues(string(wl.Status.Admission.ClusterQueue), reason).Inc()
+	metrics.EvictedWorkloads.WithLabelValues(metrics.CQ(string(wl.Status.Admission.ClusterQueue), reason)...).Inc()
 	return ctrl.Result{}, nil
 }
 
@@ -378,7 +378,7 @@ func (r *WorkloadReconciler) followChecks(ctx context.Context, wl *berthv1alpha1
 			return true, err
 		}
 		r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", cq, berthv1alpha1.ReasonAdmissionCheck, msg)
-		metrics.EvictedWorkloads.WithLabelValues(string(cq), berthv1alpha1.ReasonAdmissionCheck).Inc()
+		metrics.EvictedWorkloads.WithLabelValues(metrics.CQ(string(cq), berthv1alpha1.ReasonAdmissionCheck)...).Inc()
 		return true, nil
 	}
 	if workload.IsAdmitted(wl) || !workload.ChecksReady(wl) {
@@ -388,7 +388,7 @@ func (r *WorkloadReconciler) followChecks(ctx context.Context, wl *berthv1alpha1
 		return true, err
 	}
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Admit", "%s", workload.AdmittedMessage(wl, wl.Status.Admission, time.Now()))
-	metrics.AdmittedWorkloads.WithLabelValues(string(cq)).Inc()
+	metrics.Admitted(string(cq), wl.Namespace, string(wl.Spec.QueueName), time.Since(workload.QueueTime(wl)))
 	return true, nil
 }
 

@@ -120,7 +120,7 @@ func (r *JobReconciler) evictChanged(ctx context.Context, wl *berthv1alpha1.Work
 	}
 	cq := workload.ClusterQueueOf(wl)
 	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadEvicted, "Evict", "Evicted from ClusterQueue %s (%s): %s", cq, berthv1alpha1.ReasonPodSetsChanged, msg)
-	metrics.EvictedWorkloads.WithLabelValues(string(cq), berthv1alpha1.ReasonPodSetsChanged).Inc()
+	metrics.EvictedWorkloads.WithLabelValues(metrics.CQ(string(cq), berthv1alpha1.ReasonPodSetsChanged)...).Inc()
 	return nil
 }
 

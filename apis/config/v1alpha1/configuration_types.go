@@ -257,6 +257,30 @@ type Metrics struct {
 	// cert-manager, say); empty for a self-signed certificate made at
 	// start.
 	CertDir string `json:"certDir,omitempty"`
+
+	// EnableLocalQueueMetrics publishes the series per LocalQueue
+	// (berth_local_queue_*): one set per LocalQueue, so a cluster with
+	// thousands of namespaces may want them off. Default true.
+	EnableLocalQueueMetrics *bool `json:"enableLocalQueueMetrics,omitempty"`
+
+	// CustomLabels are labels added to every series of a ClusterQueue or
+	// a LocalQueue, their values copied from the queue's own labels, so
+	// that usage can be charged back by team, say. A queue without the
+	// label has the value "". At most 8.
+	// +listType=map
+	// +listMapKey=name
+	CustomLabels []MetricLabel `json:"customLabels,omitempty"`
+}
+
+// MetricLabel is a label of the metrics whose value a queue's label gives.
+type MetricLabel struct {
+	// Name is the metrics' label: a Prometheus label name, other than the
+	// labels Berth's series already have.
+	Name string `json:"name"`
+
+	// SourceLabelKey is the key of the ClusterQueue's or LocalQueue's
+	// label that holds the value. Default: Name.
+	SourceLabelKey string `json:"sourceLabelKey,omitempty"`
 }
 
 // Webhook configures the admission webhook server.

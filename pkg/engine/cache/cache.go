@@ -473,3 +473,71 @@ func (c *Cache) CohortCycle(name berthv1alpha1.ClusterQueueReference) string {
 	}
 	return ""
 }
+
+// ReservedUsage is the quota held in a ClusterQueue by workloads whose
+// quota is reserved and that still wait on admission checks.
+func (c *Cache) ReservedUsage(name berthv1alpha1.ClusterQueueReference) resources.Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := resources.Usage{}
+	st, ok := c.in.states[name]
+	if !ok {
+		return out
+	}
+	for _, info := range st.workloads.m {
+		if len(info.Obj.Status.AdmissionChecks) > 0 && !workload.IsAdmitted(info.Obj) {
+			for fr, v := range info.Usage {
+				out[fr] = resources.Add(out[fr], v)
+			}
+		}
+	}
+	return out
+}
+
+// CohortUsage is what the ClusterQueues of a cohort's subtree hold, and
+// the quota of that subtree: the cohort's own and what its members lend
+// it.
+type CohortUsage struct {
+	Name         berthv1alpha1.CohortReference
+	Usage, Quota resources.Usage
+}
+
+// CohortsAbove is the usage of each cohort above a ClusterQueue, its
+// parent first.
+func (c *Cache) CohortsAbove(name berthv1alpha1.ClusterQueueReference) []CohortUsage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cq := c.tree().clusterQueues[name]
+	if cq == nil {
+		return nil
+	}
+	var out []CohortUsage
+	for p := cq.parent; p != nil; p = p.parent {
+		cu := CohortUsage{Name: p.Name, Usage: resources.Usage{}, Quota: resources.Usage{}}
+		for fr, i := range p.index {
+			cu.Quota[fr] = p.quotas[i].subtree
+		}
+		c.addSubtreeUsage(p, cu.Usage)
+		out = append(out, cu)
+		if p.Cycle != "" {
+			// A cohort in a cycle is its own root; never loop.
+			break
+		}
+	}
+	return out
+}
+
+func (c *Cache) addSubtreeUsage(co *Cohort, into resources.Usage) {
+	for _, q := range co.ClusterQueues {
+		if st := c.in.states[q.Name]; st != nil {
+			for fr, v := range st.usage {
+				into[fr] = resources.Add(into[fr], v)
+			}
+		}
+	}
+	for _, child := range co.ChildCohorts {
+		if child.Cycle == "" {
+			c.addSubtreeUsage(child, into)
+		}
+	}
+}

@@ -552,3 +552,16 @@ func (m *Manager) Inadmissible(cq berthv1alpha1.ClusterQueueReference) []string 
 	sort.Strings(keys)
 	return keys
 }
+
+// SetAside reports whether key waits in cq set aside as inadmissible,
+// until an event could let it fit.
+func (m *Manager) SetAside(key string, cq berthv1alpha1.ClusterQueueReference) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[cq]
+	if q == nil || m.where[key] != cq {
+		return false
+	}
+	b := q.of[key]
+	return b != nil && b.aside
+}

@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,13 +67,16 @@ func TestMetricsAndEventsOfTheContract(t *testing.T) {
 	cohort := unique("cohort")
 	inCohort := func(cq *utiltesting.ClusterQueueWrapper) {
 		cq.Cohort(cohort).Preemption(berthv1alpha1.ClusterQueuePreemption{ReclaimWithinCohort: berthv1alpha1.PreemptionPolicyAny})
+		cq.Labels = map[string]string{teamLabel: "vision"}
 	}
 	nsA, cqA := queueSetup(t, "2", inCohort)
 	flavor := queueFlavor(t, cqA)
 	nsB := namespace(t, nil)
 	cqB := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).Resource("cpu", "2").Obj())
 	inCohort(cqB)
-	mustCreate(t, cqB.Obj(), utiltesting.MakeLocalQueue("main", nsB, cqB.Name))
+	lqB := utiltesting.MakeLocalQueue("main", nsB, cqB.Name)
+	lqB.Labels = map[string]string{teamLabel: "speech"}
+	mustCreate(t, cqB.Obj(), lqB)
 
 	borrower := utiltesting.MakeWorkload("borrower", nsA).Queue("main").Request(1, "cpu", "4").Obj()
 	mustCreate(t, borrower)
@@ -103,7 +108,11 @@ func TestMetricsAndEventsOfTheContract(t *testing.T) {
 		{"berth_evicted_workloads_total", map[string]string{"cluster_queue": cqB.Name, "reason": berthv1alpha1.ReasonClusterQueueStopped}, 1},
 		{"berth_admission_wait_time_seconds", map[string]string{"cluster_queue": cqA}, 1},
 		{"berth_admission_cycle_duration_seconds", nil, 1},
-		{"berth_cluster_queue_nominal_quota", map[string]string{"cluster_queue": cqA, "flavor": flavor, "resource": "cpu"}, 2},
+		{"berth_cluster_queue_nominal_quota", map[string]string{"cluster_queue": cqA, "flavor": flavor, "resource": "cpu", "team": "vision"}, 2},
+		// The cohort's two queues lend it 2 cpu each; the owner holds 2.
+		{"berth_cohort_subtree_quota", map[string]string{"cohort": cohort, "flavor": flavor, "resource": "cpu"}, 4},
+		{"berth_local_queue_admission_wait_time_seconds", map[string]string{"namespace": nsB, "local_queue": "main", "team": "speech"}, 1},
+		{"berth_local_queue_admission_wait_time_seconds", map[string]string{"namespace": nsA, "local_queue": "main", "team": ""}, 1},
 	} {
 		waitFor(t, fmt.Sprintf("%s%v", m.name, m.labels), func(context.Context) error {
 			if v, ok := series(t, m.name, m.labels); !ok || v < m.min {
@@ -120,6 +129,7 @@ func TestMetricsAndEventsOfTheContract(t *testing.T) {
 	if _, ok := series(t, "berth_cluster_queue_resource_usage", map[string]string{"cluster_queue": cqA, "flavor": flavor, "resource": "cpu"}); !ok {
 		t.Errorf("no berth_cluster_queue_resource_usage for %s", cqA)
 	}
+	everySeriesServed(t)
 
 	// The events, in the API server.
 	waitForEvent(t, nsA, borrower.Name, berthv1alpha1.WorkloadAdmitted, "Quota reserved in ClusterQueue "+cqA+" and admitted after waiting ")
@@ -127,6 +137,41 @@ func TestMetricsAndEventsOfTheContract(t *testing.T) {
 	waitForEvent(t, nsB, owner.Name, berthv1alpha1.WorkloadEvicted, "Evicted from ClusterQueue "+cqB.Name+" ("+berthv1alpha1.ReasonClusterQueueStopped+")")
 	waitForEvent(t, nsB, owner.Name, berthv1alpha1.WorkloadRequeued, "Requeued in LocalQueue main: its quota in ClusterQueue "+cqB.Name+" is released")
 }
+
+// teamLabel is the custom label of the suite's metrics (TestMain).
+const teamLabel = "team"
+
+// everySeriesServed checks that each metric Berth registers, every one the
+// reference page lists, has a series once a scenario has run: none is
+// registered and never set.
+func everySeriesServed(t *testing.T) {
+	t.Helper()
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		ctrlmetrics.Registry.(prometheus.Collector).Describe(ch)
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil && strings.HasPrefix(m[1], "berth_") {
+			names = append(names, m[1])
+		}
+	}
+	if len(names) < 15 {
+		t.Fatalf("%d metrics of Berth's registered: %v", len(names), names)
+	}
+	for _, name := range names {
+		waitFor(t, "a series of "+name, func(context.Context) error {
+			if _, ok := series(t, name, nil); !ok {
+				return errorf("none")
+			}
+			return nil
+		})
+	}
+}
+
+// fqName is a metric's name in the text of its prometheus.Desc.
+var fqName = regexp.MustCompile(`^Desc\{fqName: "([^"]+)"`)
 
 // waitForEvent waits for an event about the object name in namespace ns
 // with reason and a note that holds note.

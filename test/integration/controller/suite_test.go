@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	berthconfig "github.com/berth-dev/berth/pkg/config"
 	"github.com/berth-dev/berth/pkg/controller"
 	"github.com/berth-dev/berth/pkg/controllermanager"
@@ -32,6 +33,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
+	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -58,6 +60,11 @@ func TestMain(m *testing.M) {
 	// The LeaderWorkerSet release the local cluster runs.
 	lws, err := apiserver.ToolModuleDir("lws", "sigs.k8s.io/lws")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Every queue series carries a team label, from the queue's own.
+	if err := metrics.Configure(configv1alpha1.Metrics{CustomLabels: []configv1alpha1.MetricLabel{{Name: teamLabel}}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
