@@ -259,8 +259,9 @@ type Metrics struct {
 	CertDir string `json:"certDir,omitempty"`
 
 	// EnableLocalQueueMetrics publishes the series per LocalQueue
-	// (berth_local_queue_*): one set per LocalQueue, so a cluster with
-	// thousands of namespaces may want them off. Default true.
+	// (berth_local_queue_resource_usage and the like): about ten per
+	// LocalQueue, so a cluster with thousands of namespaces may want them
+	// off. Default true.
 	EnableLocalQueueMetrics *bool `json:"enableLocalQueueMetrics,omitempty"`
 
 	// CustomLabels are labels added to every series of a ClusterQueue or
