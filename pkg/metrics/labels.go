@@ -21,8 +21,8 @@ type queueLabels struct {
 	localQueues bool
 	// registered is whether Configure registered the queue series.
 	registered bool
-	cq          map[string][]string
-	lq          map[string][]string
+	cq         map[string][]string
+	lq         map[string][]string
 	// lqUsage is the flavors and resources of each LocalQueue's usage
 	// series.
 	lqUsage map[string]map[[2]string]bool

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-
 	"github.com/berth-dev/berth/pkg/engine/resources"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 )
