@@ -259,7 +259,7 @@ type Metrics struct {
 	CertDir string `json:"certDir,omitempty"`
 
 	// EnableLocalQueueMetrics publishes the series per LocalQueue
-	// (berth_local_queue_resource_usage and the like): about ten per
+	// (berth_local_queue_resource_usage and the like): about 25 per
 	// LocalQueue, so a cluster with thousands of namespaces may want them
 	// off. Default true.
 	EnableLocalQueueMetrics *bool `json:"enableLocalQueueMetrics,omitempty"`
