@@ -69,7 +69,7 @@ func TestJobLifecycle(t *testing.T) {
 		return nil
 	})
 
-	if got := testutil.ToFloat64(metrics.AdmittedWorkloads.WithLabelValues(cqName)); got != 1 {
+	if got := testutil.ToFloat64(metrics.AdmittedWorkloads.WithLabelValues(metrics.CQ(cqName)...)); got != 1 {
 		t.Errorf("berth_admitted_workloads_total{cluster_queue=%q} = %v, want 1", cqName, got)
 	}
 

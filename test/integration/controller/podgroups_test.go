@@ -198,12 +198,12 @@ func TestStatefulSetIsOneGroup(t *testing.T) {
 	if err := server.Client.Patch(ctxFor(t), sts, patch); err != nil {
 		t.Fatal(err)
 	}
-	evictedBefore := testutil.ToFloat64(metrics.EvictedWorkloads.WithLabelValues(cqName, berthv1alpha1.ReasonPodSetsChanged))
+	evictedBefore := testutil.ToFloat64(metrics.EvictedWorkloads.WithLabelValues(metrics.CQ(cqName, berthv1alpha1.ReasonPodSetsChanged)...))
 	third := replica(2)
 	evicted := groupWorkload(t, ns, "db", "the Workload evicted for the new size", conditionIs(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPodSetsChanged))
 	// Counted and told as every other eviction.
 	waitFor(t, "the eviction counted and its event recorded", func(ctx context.Context) error {
-		if got := testutil.ToFloat64(metrics.EvictedWorkloads.WithLabelValues(cqName, berthv1alpha1.ReasonPodSetsChanged)) - evictedBefore; got != 1 {
+		if got := testutil.ToFloat64(metrics.EvictedWorkloads.WithLabelValues(metrics.CQ(cqName, berthv1alpha1.ReasonPodSetsChanged)...)) - evictedBefore; got != 1 {
 			return fmt.Errorf("berth_evicted_workloads_total{reason=PodSetsChanged} grew by %v, want 1", got)
 		}
 		evs := &eventsv1.EventList{}
