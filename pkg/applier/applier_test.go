@@ -2,12 +2,16 @@ package applier
 
 import (
 	"context"
+	"errors"
+	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -52,7 +56,7 @@ func TestApplierLeavesTheCachedObjectAlone(t *testing.T) {
 	noChecks := func(context.Context, berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error) {
 		return utiltesting.MakeClusterQueue("cq").Obj(), nil
 	}
-	a := New(workloadwriter.NewUpdate(c), events.NewFakeRecorder(10), nil, noChecks)
+	a := New(workloadwriter.NewUpdate(c), c, events.NewFakeRecorder(10), nil, noChecks)
 	written, err := a.Admit(ctx, cached["pending"], utiltesting.MakeAdmission("cq").Obj())
 	if err != nil {
 		t.Fatal(err)
@@ -90,5 +94,57 @@ func TestApplierLeavesTheCachedObjectAlone(t *testing.T) {
 	}
 	if workload.HasQuotaReservation(stored) || workload.FindCondition(stored, berthv1alpha1.WorkloadPreempted) == nil {
 		t.Errorf("the victim was not preempted and requeued: %+v", stored.Status)
+	}
+}
+
+// lostAnswer stores the status through its inner writer, when store is
+// set, and then fails as a connection lost before the answer came.
+type lostAnswer struct {
+	inner workloadwriter.Writer
+	store bool
+}
+
+func (l lostAnswer) WriteStatus(ctx context.Context, wl *berthv1alpha1.Workload) error {
+	if l.store {
+		if err := l.inner.WriteStatus(ctx, wl.DeepCopy()); err != nil {
+			return err
+		}
+	}
+	return io.ErrUnexpectedEOF
+}
+
+// TestAdmissionWhoseAnswerWasLost: an admission the API server stored,
+// whose answer the connection lost, is an admission: the scheduler must
+// count its quota, or it gives the quota to another workload while this
+// one runs. One that was not stored, or that the API server refused, is
+// an error.
+func TestAdmissionWhoseAnswerWasLost(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	noChecks := func(context.Context, berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error) {
+		return utiltesting.MakeClusterQueue("cq").Obj(), nil
+	}
+	for _, stored := range []bool{true, false} {
+		ctx := context.Background()
+		wl := utiltesting.MakeWorkload("w", "ns").Queue("main").Request(1, "cpu", "1").Obj()
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wl).WithStatusSubresource(&berthv1alpha1.Workload{}).Build()
+		cached := &berthv1alpha1.Workload{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(wl), cached); err != nil {
+			t.Fatal(err)
+		}
+		a := New(lostAnswer{inner: workloadwriter.NewUpdate(c), store: stored}, c, events.NewFakeRecorder(10), nil, noChecks)
+		written, err := a.Admit(ctx, cached, utiltesting.MakeAdmission("cq").Obj())
+		switch {
+		case stored && (err != nil || !workload.HasQuotaReservation(written)):
+			t.Errorf("stored: Admit() = %v, %v; want the stored admission", written, err)
+		case !stored && !errors.Is(err, io.ErrUnexpectedEOF):
+			t.Errorf("not stored: Admit() error %v, want the lost connection's", err)
+		}
+	}
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "berth.dev", Resource: "workloads"}, "w", errors.New("changed"))
+	if mayHaveLanded(conflict) || !mayHaveLanded(apierrors.NewTimeoutError("slow", 1)) || !mayHaveLanded(io.ErrUnexpectedEOF) {
+		t.Error("a conflict is refused, a timeout and a lost connection may have landed")
 	}
 }

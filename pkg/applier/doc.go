@@ -9,6 +9,12 @@
 // through a workloadwriter.Writer, the single way any part of Berth writes a
 // Workload's status.
 //
+// An admission whose answer is lost (the connection closed after the
+// request went out, a timeout) may have been stored: the Applier reads the
+// Workload back from the API server, and reports the admission made when
+// it is there. Otherwise the scheduler would hand the quota to another
+// workload while this one runs, over quota until the watch told it.
+//
 // It decides nothing: the decisions come from pkg/engine/scheduler, the
 // transitions they write from pkg/engine/workload.
 package applier

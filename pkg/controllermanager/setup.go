@@ -164,7 +164,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		// Read only: the informer cache's own object.
 		return cq, mgr.GetClient().Get(ctx, client.ObjectKey{Name: string(name)}, cq, client.UnsafeDisableDeepCopy)
 	}
-	sched := scheduler.New(c, q, applier.New(writer, recorder, pending, cqOf), schedulerOptions(opts)...)
+	sched := scheduler.New(c, q, applier.New(writer, mgr.GetAPIReader(), recorder, pending, cqOf), schedulerOptions(opts)...)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, mgr.GetLogger().WithName("scheduler"))
 		if err := waitForWorkloads(ctx, mgr.GetAPIReader(), mgr.GetClient()); err != nil {
