@@ -6,7 +6,8 @@
 # config/local/berth.yaml (a test that needs another one).
 #
 # BERTH_REPLICA=N starts another replica beside it instead, with its own
-# ports (webhook 9450+N, metrics 18080+2N, probes 18081+2N), log and pid
+# ports (webhook 9450+N, metrics 18080+2N, probes 18081+2N, visibility
+# 8460+N), log and pid
 # under _output/local/berth-N: the high-availability tests run two, behind
 # a proxy on 9443 that stands in for the Service of a cluster.
 set -euo pipefail
@@ -29,6 +30,11 @@ account=berth-system:berth-controller
 	"${KUBECTL[@]}" apply -f - >/dev/null
 "${KUBECTL[@]}" create rolebinding berth-controller -n berth-system --role=berth-controller --serviceaccount=$account --dry-run=client -o yaml |
 	"${KUBECTL[@]}" apply -f - >/dev/null
+# The visibility API: its APIService, its Service (no selector) and the
+# controller's reading of the API server's front-proxy configuration.
+"${KUBECTL[@]}" apply -k "$ROOT/config/visibility" >/dev/null
+# The roles Berth ships for people, as an install has them.
+"${KUBECTL[@]}" apply -f "$ROOT/config/rbac/user_roles.yaml" >/dev/null
 # Its Lease requests get the API server's leader-election priority level,
 # as in a cluster that config/default installed Berth in.
 "${KUBECTL[@]}" apply -k "$ROOT/config/flowcontrol" >/dev/null
@@ -40,6 +46,7 @@ if [[ -n $REPLICA ]]; then
 	sed -e "s#port: 9443#port: $((9450 + REPLICA))#" \
 		-e "s#127.0.0.1:18080#127.0.0.1:$((18080 + 2 * REPLICA))#" \
 		-e "s#127.0.0.1:18081#127.0.0.1:$((18081 + 2 * REPLICA))#" \
+		-e "s#bindAddress: :8444#bindAddress: :$((8460 + REPLICA))#" \
 		-e "s#certDir: _output/local/berth/certs#certDir: ${OUT#"$ROOT"/}/certs#" \
 		"$ROOT/config/local/berth.yaml" >"$CONFIG"
 fi

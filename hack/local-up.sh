@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Starts the local cluster: etcd, kube-apiserver, kube-controller-manager
 # and Berth's scheduler (kube-scheduler with Berth's plugins) built from
-# source, kwok running the simulated nodes of config/local/nodes.yaml,
-# Berth's and JobSet's CRDs, Berth's validation policy and webhooks, and the
-# JobSet and Berth controllers as local processes. Idempotent: a cluster
-# that is already up is kept; the controllers are restarted, Berth's
-# rebuilt from this tree.
+# source, kwok running the simulated nodes of config/local/nodes.yaml, the
+# CRDs of Berth, JobSet and LeaderWorkerSet and the ProvisioningRequest CRD
+# (standing for cluster-autoscaler's), Berth's validation policy and
+# webhooks, the Berth, JobSet and LeaderWorkerSet controllers as local
+# processes, and the test double of cluster-autoscaler
+# (test/autoscalerdouble), which answers ProvisioningRequests with kwok
+# nodes. Idempotent: a cluster that is already up is kept; the three
+# controllers and the test double are restarted, Berth's controller and the
+# test double rebuilt from this tree.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,7 +33,12 @@ else
 	# Aggregator routing: the API server calls a Service's endpoints rather
 	# than its ClusterIP, which nothing routes here (no kube-proxy), so that
 	# a Service whose EndpointSlice names this machine reaches a process on
-	# it (the installed controller's test, test/e2e/installed_test.go).
+	# it (the installed controller's test, test/e2e/installed_test.go), and
+	# the visibility API's Service, whose EndpointSlice the leading
+	# controller writes, reaches the controller on this machine.
+	# The requestheader flags publish how the API server's front proxy
+	# authenticates (kwok gives it the administrator's certificate), which
+	# the visibility API checks on every request.
 	"$BIN/kwokctl" create cluster --name "$CLUSTER" --runtime binary \
 		--etcd-binary "$K8S_BIN/etcd" \
 		--kube-apiserver-binary "$K8S_BIN/kube-apiserver" \
@@ -38,6 +47,11 @@ else
 		--kube-scheduler-config "$ROOT/config/scheduler/scheduler-config.yaml" \
 		--kwok-controller-binary "$BIN/kwok" \
 		--extra-args kube-apiserver=enable-aggregator-routing=true \
+		--extra-args "kube-apiserver=requestheader-client-ca-file=$KWOK_WORKDIR/clusters/$CLUSTER/pki/ca.crt" \
+		--extra-args kube-apiserver=requestheader-allowed-names=kwok-admin \
+		--extra-args kube-apiserver=requestheader-username-headers=X-Remote-User \
+		--extra-args kube-apiserver=requestheader-group-headers=X-Remote-Group \
+		--extra-args kube-apiserver=requestheader-extra-headers-prefix=X-Remote-Extra- \
 		--kubeconfig "$KUBECONFIG" \
 		--config "$ROOT/config/local/stages.yaml" \
 		--wait 120s >"$OUT/kwokctl-create.log" 2>&1 || {

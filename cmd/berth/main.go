@@ -36,6 +36,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	"github.com/berth-dev/berth/pkg/metrics"
+	"github.com/berth-dev/berth/pkg/visibility"
 )
 
 // version is the release's, set by hack/release.sh (-X main.version).
@@ -107,7 +108,11 @@ func run(configFile string, deviations controllermanager.Deviations) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controllermanager.Setup(ctx, mgr, controllerOptions(cfg, deviations)); err != nil {
+	cmOpts := controllerOptions(cfg, deviations)
+	if cmOpts.Visibility, err = visibilityOptions(cfg, certsMgr); err != nil {
+		return err
+	}
+	if err := controllermanager.Setup(ctx, mgr, cmOpts); err != nil {
 		return err
 	}
 	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks, "procs", runtime.GOMAXPROCS(0), "stock", deviations.Stock)
@@ -123,6 +128,7 @@ func managerOptions(cfg *configv1alpha1.Configuration, deviations controllermana
 	cacheOpts, err := deviations.CacheOptions(restConfig, scheme, controllermanager.Scope{
 		ValidatingWebhookConfiguration: cfg.InternalCertManagement.ValidatingWebhookConfigurationName,
 		MutatingWebhookConfiguration:   cfg.InternalCertManagement.MutatingWebhookConfigurationName,
+		APIService:                     certs.OptionsFrom(cfg).APIServiceName,
 	})
 	if err != nil {
 		return ctrl.Options{}, err
@@ -171,6 +177,28 @@ func addProbes(mgr ctrl.Manager, certsMgr *certs.Manager) error {
 		return fmt.Errorf("setting up webhook certificates: %w", err)
 	}
 	return mgr.AddReadyzCheck("webhook-certs", certsMgr.Checker())
+}
+
+// visibilityOptions turns the visibility API on unless its bind address is
+// "0"; with internal certificate management it serves certsMgr's
+// certificate.
+func visibilityOptions(cfg *configv1alpha1.Configuration, certsMgr *certs.Manager) (*controllermanager.VisibilityOptions, error) {
+	v := cfg.Visibility
+	if v.BindAddress == "0" {
+		return nil, nil
+	}
+	addr, err := visibility.AdvertiseAddress(v.AdvertiseAddress)
+	if err != nil {
+		return nil, err
+	}
+	opts := &controllermanager.VisibilityOptions{
+		BindAddress: v.BindAddress, Namespace: cfg.InternalCertManagement.WebhookServiceNamespace, Service: v.ServiceName,
+		AdvertiseAddress: addr, CertDir: cfg.Webhook.CertDir,
+	}
+	if certsMgr != nil {
+		opts.GetCertificate = certsMgr.GetCertificate
+	}
+	return opts, nil
 }
 
 func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllermanager.Deviations) controllermanager.Options {

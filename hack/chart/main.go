@@ -69,6 +69,7 @@ var groups = map[string]string{
 	"MutatingWebhookConfiguration":     "webhooks.yaml",
 	"ValidatingWebhookConfiguration":   "webhooks.yaml",
 	"Service":                          "webhooks.yaml",
+	"APIService":                       "webhooks.yaml",
 	"FlowSchema":                       "flowcontrol.yaml",
 	"PriorityLevelConfiguration":       "flowcontrol.yaml",
 }
@@ -179,7 +180,9 @@ func template(obj object, namespace string) (string, error) {
 		md["labels"] = labels
 	}
 	labels[labelsToken] = ""
-	webhooks := obj.kind() == "MutatingWebhookConfiguration" || obj.kind() == "ValidatingWebhookConfiguration"
+	// What the API server calls with Berth's CA: the webhooks and the
+	// visibility API.
+	webhooks := obj.kind() == "MutatingWebhookConfiguration" || obj.kind() == "ValidatingWebhookConfiguration" || obj.kind() == "APIService"
 	_, annotated := md["annotations"]
 	if webhooks {
 		annotations, _ := md["annotations"].(map[string]any)

@@ -16,7 +16,7 @@ func TestNewCAAndServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sans := ServiceSANs("svc", "ns", []net.IP{net.ParseIP("127.0.0.1")})
+	sans := ServiceSANs([]string{"svc"}, "ns", []net.IP{net.ParseIP("127.0.0.1")})
 	serving, err := NewServing(ca, sans, t0)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestNewServingNeedsTheCAKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca.KeyPEM = nil
-	if _, err := NewServing(ca, ServiceSANs("svc", "ns", nil), t0); err == nil {
+	if _, err := NewServing(ca, ServiceSANs([]string{"svc"}, "ns", nil), t0); err == nil {
 		t.Error("NewServing without the CA key succeeded")
 	}
 }

@@ -54,7 +54,7 @@ func New(opts Options) *Manager {
 	opts.setDefaults()
 	return &Manager{
 		opts:  opts,
-		sans:  ServiceSANs(opts.ServiceName, opts.ServiceNamespace, opts.ExtraIPs),
+		sans:  ServiceSANs(append([]string{opts.ServiceName}, opts.ExtraServiceNames...), opts.ServiceNamespace, opts.ExtraIPs),
 		ready: make(chan struct{}),
 	}
 }

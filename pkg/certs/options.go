@@ -25,6 +25,12 @@ type Options struct {
 	// the serving certificate. When it cannot be created, the Manager keeps
 	// its certificates in CertDir and memory only.
 	SecretName string
+	// ExtraServiceNames are other Services of ServiceNamespace that the
+	// certificate serves (the visibility API's); their DNS names are added.
+	ExtraServiceNames []string
+	// APIServiceName names the APIService whose caBundle gets the CA (the
+	// visibility API's); empty skips it.
+	APIServiceName string
 	// ExtraIPs are added to the certificate's IP subject alternative names.
 	ExtraIPs []net.IP
 	// CertDir receives ca.crt, tls.crt and tls.key.
@@ -53,8 +59,15 @@ func OptionsFrom(cfg *configv1alpha1.Configuration) Options {
 			ips = append(ips, ip)
 		}
 	}
+	var services []string
+	apiService := ""
+	if cfg.Visibility.BindAddress != "0" {
+		services, apiService = []string{cfg.Visibility.ServiceName}, configv1alpha1.VisibilityAPIServiceName
+	}
 	return Options{
 		ServiceName:                        icm.WebhookServiceName,
+		ExtraServiceNames:                  services,
+		APIServiceName:                     apiService,
 		ServiceNamespace:                   icm.WebhookServiceNamespace,
 		SecretName:                         icm.WebhookSecretName,
 		ExtraIPs:                           ips,

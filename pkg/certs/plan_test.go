@@ -29,7 +29,7 @@ func mustCA(t *testing.T, now time.Time) KeyPair {
 }
 
 func TestPlan(t *testing.T) {
-	sans := ServiceSANs("svc", "ns", []net.IP{net.ParseIP("127.0.0.1")})
+	sans := ServiceSANs([]string{"svc"}, "ns", []net.IP{net.ParseIP("127.0.0.1")})
 	ca := mustCA(t, t0)
 	fresh := mustBundle(t, ca, sans, t0)
 	otherCA := mustCA(t, t0)
@@ -70,7 +70,7 @@ func TestPlan(t *testing.T) {
 			want:   RenewAll,
 		},
 		"serving for other names": {
-			bundle: mustBundle(t, ca, ServiceSANs("svc", "ns", nil), t0),
+			bundle: mustBundle(t, ca, ServiceSANs([]string{"svc"}, "ns", nil), t0),
 			now:    t0,
 			want:   RenewServing,
 		},
@@ -119,7 +119,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestRenew(t *testing.T) {
-	sans := ServiceSANs("svc", "ns", nil)
+	sans := ServiceSANs([]string{"svc"}, "ns", nil)
 	old := mustBundle(t, mustCA(t, t0), sans, t0)
 	later := t0.Add(320 * day)
 	cases := map[string]struct {

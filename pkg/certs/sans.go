@@ -13,18 +13,20 @@ type SANs struct {
 }
 
 // ServiceSANs returns the names by which the API server may reach the
-// webhook Service: every form of its DNS name, plus extraIPs for a
-// webhook reached by URL.
-func ServiceSANs(service, namespace string, extraIPs []net.IP) SANs {
-	return SANs{
-		DNSNames: []string{
+// webhook Service and the other Services of the same namespace that the
+// certificate serves (the visibility API's): every form of their DNS
+// names, plus extraIPs for a webhook reached by URL.
+func ServiceSANs(services []string, namespace string, extraIPs []net.IP) SANs {
+	var names []string
+	for _, service := range services {
+		names = append(names,
 			service,
-			service + "." + namespace,
-			service + "." + namespace + ".svc",
-			service + "." + namespace + ".svc.cluster.local",
-		},
-		IPs: extraIPs,
+			service+"."+namespace,
+			service+"."+namespace+".svc",
+			service+"."+namespace+".svc.cluster.local",
+		)
 	}
+	return SANs{DNSNames: names, IPs: extraIPs}
 }
 
 // equal tells whether a and b hold the same names, in any order. A

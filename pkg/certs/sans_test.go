@@ -6,13 +6,13 @@ import (
 )
 
 func TestSANsEqual(t *testing.T) {
-	base := ServiceSANs("svc", "ns", []net.IP{net.ParseIP("127.0.0.1")})
+	base := ServiceSANs([]string{"svc"}, "ns", []net.IP{net.ParseIP("127.0.0.1")})
 	cases := map[string]struct {
 		other SANs
 		want  bool
 	}{
 		"same": {
-			other: ServiceSANs("svc", "ns", []net.IP{net.ParseIP("127.0.0.1")}),
+			other: ServiceSANs([]string{"svc"}, "ns", []net.IP{net.ParseIP("127.0.0.1")}),
 			want:  true,
 		},
 		"other order, case and IP form": {
@@ -23,13 +23,16 @@ func TestSANsEqual(t *testing.T) {
 			want: true,
 		},
 		"other namespace": {
-			other: ServiceSANs("svc", "other", []net.IP{net.ParseIP("127.0.0.1")}),
+			other: ServiceSANs([]string{"svc"}, "other", []net.IP{net.ParseIP("127.0.0.1")}),
 		},
 		"an IP fewer": {
-			other: ServiceSANs("svc", "ns", nil),
+			other: ServiceSANs([]string{"svc"}, "ns", nil),
+		},
+		"a Service more (the visibility API's, once it is turned on)": {
+			other: ServiceSANs([]string{"svc", "visibility"}, "ns", []net.IP{net.ParseIP("127.0.0.1")}),
 		},
 		"an IP more": {
-			other: ServiceSANs("svc", "ns", []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}),
+			other: ServiceSANs([]string{"svc"}, "ns", []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}),
 		},
 	}
 	for name, tc := range cases {

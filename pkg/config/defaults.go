@@ -54,6 +54,8 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 		setString(&cfg.Metrics.CustomLabels[i].SourceLabelKey, cfg.Metrics.CustomLabels[i].Name)
 	}
 	setWebhookDefaults(&cfg.Webhook)
+	setString(&cfg.Visibility.BindAddress, configv1alpha1.DefaultVisibilityBindAddress)
+	setString(&cfg.Visibility.ServiceName, configv1alpha1.DefaultVisibilityServiceName)
 	setInternalCertManagementDefaults(&cfg.InternalCertManagement)
 	// nil, not empty: an explicit empty list means "manage no framework".
 	if cfg.Integrations.Frameworks == nil {

@@ -24,9 +24,10 @@ func defaulted() *configv1alpha1.Configuration {
 			RenewDeadline:     &metav1.Duration{Duration: 10 * time.Second},
 			RetryPeriod:       &metav1.Duration{Duration: 2 * time.Second},
 		},
-		Health:  configv1alpha1.Health{HealthProbeBindAddress: ":8081"},
-		Metrics: configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true), EnableLocalQueueMetrics: ptr.To(true)},
-		Webhook: configv1alpha1.Webhook{Port: 9443, CertDir: "/tmp/berth-webhook-certs"},
+		Health:     configv1alpha1.Health{HealthProbeBindAddress: ":8081"},
+		Metrics:    configv1alpha1.Metrics{BindAddress: ":8443", SecureServing: ptr.To(true), EnableLocalQueueMetrics: ptr.To(true)},
+		Webhook:    configv1alpha1.Webhook{Port: 9443, CertDir: "/tmp/berth-webhook-certs"},
+		Visibility: configv1alpha1.Visibility{BindAddress: ":8444", ServiceName: "berth-visibility"},
 		InternalCertManagement: configv1alpha1.InternalCertManagement{
 			Enable:                             ptr.To(true),
 			WebhookServiceName:                 "berth-webhook-service",

@@ -37,6 +37,7 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 	errs = append(errs, validateBindAddress(cfg.Metrics.BindAddress, field.NewPath("metrics", "bindAddress"))...)
 	errs = append(errs, validateCustomLabels(cfg.Metrics.CustomLabels, field.NewPath("metrics", "customLabels"))...)
 	errs = append(errs, validateWebhook(&cfg.Webhook, field.NewPath("webhook"))...)
+	errs = append(errs, validateVisibility(&cfg.Visibility, field.NewPath("visibility"))...)
 	errs = append(errs, validateInternalCertManagement(&cfg.InternalCertManagement, field.NewPath("internalCertManagement"))...)
 	if name := cfg.DefaultSchedulerName; name != "" {
 		// The API server validates pod.spec.schedulerName the same way.
@@ -204,6 +205,20 @@ func validateBindAddress(addr string, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(path, addr, "port must be a number from 0 to 65535")}
 	}
 	return nil
+}
+
+func validateVisibility(v *configv1alpha1.Visibility, path *field.Path) field.ErrorList {
+	errs := validateBindAddress(v.BindAddress, path.Child("bindAddress"))
+	for _, msg := range validation.IsDNS1035Label(v.ServiceName) {
+		errs = append(errs, field.Invalid(path.Child("serviceName"), v.ServiceName, msg))
+	}
+	if a := v.AdvertiseAddress; a != "" {
+		if ip := net.ParseIP(a); ip == nil || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+			// The API server refuses such an address in an EndpointSlice.
+			errs = append(errs, field.Invalid(path.Child("advertiseAddress"), a, "must be an IP address that is neither loopback nor link-local"))
+		}
+	}
+	return errs
 }
 
 func validateWebhook(w *configv1alpha1.Webhook, path *field.Path) field.ErrorList {

@@ -126,6 +126,20 @@ func TestValidate(t *testing.T) {
 			},
 			wantFields: []string{"FieldValueInvalid health.healthProbeBindAddress", "FieldValueInvalid metrics.bindAddress"},
 		},
+		"bad visibility settings": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Visibility.BindAddress = "8444"
+				cfg.Visibility.ServiceName = "1-visibility"
+				cfg.Visibility.AdvertiseAddress = "127.0.0.1"
+			},
+			wantFields: []string{"FieldValueInvalid visibility.bindAddress", "FieldValueInvalid visibility.serviceName", "FieldValueInvalid visibility.advertiseAddress"},
+		},
+		"the visibility API off, advertised at a host's address": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.Visibility.BindAddress = "0"
+				cfg.Visibility.AdvertiseAddress = "10.0.0.7"
+			},
+		},
 		"bad webhook port": {
 			change:     func(cfg *configv1alpha1.Configuration) { cfg.Webhook.Port = 70000 },
 			wantFields: []string{"FieldValueInvalid webhook.port"},

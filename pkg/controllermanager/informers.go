@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/certs"
 	"github.com/berth-dev/berth/pkg/engine/audit"
 	"github.com/berth-dev/berth/pkg/fastwatch"
 )
@@ -53,6 +54,8 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme, scope Scope) (cache.
 // webhook configurations it writes its CA bundle into.
 type Scope struct {
 	ValidatingWebhookConfiguration, MutatingWebhookConfiguration string
+	// APIService is the visibility API's, whose CA bundle Berth writes.
+	APIService string
 }
 
 // byObject restricts what the cache holds of kinds that Berth reads only
@@ -78,6 +81,9 @@ func (s Scope) byObject() map[client.Object]cache.ByObject {
 	}
 	if s.ValidatingWebhookConfiguration != "" {
 		out[&admissionregistrationv1.ValidatingWebhookConfiguration{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.ValidatingWebhookConfiguration)}
+	}
+	if s.APIService != "" {
+		out[certs.APIServiceMetadata()] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.APIService)}
 	}
 	if s.MutatingWebhookConfiguration != "" {
 		out[&admissionregistrationv1.MutatingWebhookConfiguration{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", s.MutatingWebhookConfiguration)}

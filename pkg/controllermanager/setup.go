@@ -55,6 +55,8 @@ type Options struct {
 	// AdmissionFairSharing, when set, orders the workloads of the
 	// ClusterQueues that ask for it by their LocalQueue's recent usage.
 	AdmissionFairSharing *queue.AdmissionFairSharing
+	// Visibility, when set, serves the visibility API from the queues.
+	Visibility *VisibilityOptions
 }
 
 // AddToScheme adds Berth's kinds and the enabled frameworks' kinds.
@@ -142,6 +144,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if err := controller.Setup(ctx, mgr, engine, ctrlOpts); err != nil {
 		return err
+	}
+	if v := opts.Visibility; v != nil {
+		if err := setupVisibility(mgr, q, *v); err != nil {
+			return err
+		}
 	}
 	if err := setupAudit(ctx, mgr, enabled, opts.Jobs.PodNamespaces, recorder); err != nil {
 		return fmt.Errorf("setting up the quota audit: %w", err)

@@ -50,6 +50,14 @@ func (o *options) positionsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			servedNS := ns
+			if kind == "clusterqueue" || kind == "cq" {
+				servedNS = ""
+			}
+			if s, ok := o.servedQueue(cmd.Context(), servedNS, name); ok {
+				list := servedPositions(s)
+				return o.print(list, func(w io.Writer) error { return positionsTable(w, list) })
+			}
 			cl, err := load(cmd.Context(), c, "", ns)
 			if err != nil {
 				return err

@@ -31,6 +31,8 @@ type options struct {
 	allNamespaces bool
 	// newClient makes the client; tests replace it.
 	newClient func() (client.Client, error)
+	// pending reads the visibility API; tests replace it.
+	pending pendingPage
 }
 
 // NewCommand is kubectl berth.
@@ -43,7 +45,10 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 func newCommand(streams genericiooptions.IOStreams, newClient func() (client.Client, error)) *cobra.Command {
 	o := &options{flags: genericclioptions.NewConfigFlags(true), streams: streams, newClient: newClient}
 	if o.newClient == nil {
-		o.newClient = o.defaultClient
+		o.newClient, o.pending = o.defaultClient, o.defaultPending
+	} else {
+		// A test's client: the API is not served unless the test says so.
+		o.pending = notServed
 	}
 	root := &cobra.Command{
 		// The name is one word; the help shows the display name, so that

@@ -41,6 +41,10 @@ type Why struct {
 	PositionInLocalQueue   *int    `json:"positionInLocalQueue"`
 	PositionInClusterQueue *int    `json:"positionInClusterQueue"`
 	Ahead                  []Ahead `json:"ahead"`
+	// AheadElsewhere counts the workloads ahead of it from LocalQueues
+	// whose workloads the user may not read (the visibility API tells
+	// how many, not which).
+	AheadElsewhere int `json:"aheadElsewhere,omitempty"`
 }
 
 // Ahead is a workload tried before the one asked about.
@@ -75,6 +79,10 @@ func (o *options) whyCommand() *cobra.Command {
 			why, err := explain(cl, ns, name)
 			if err != nil {
 				return err
+			}
+			if why.PositionInLocalQueue != nil {
+				// Queued: the controller's own order, when it serves it.
+				o.servedWhy(cmd.Context(), &why, ns, cl.queueNameOf(ns, name))
 			}
 			return o.print(why, func(w io.Writer) error { return whyTable(w, why) })
 		},
@@ -296,6 +304,9 @@ func whyTable(w io.Writer, why Why) error {
 			pos += fmt.Sprintf(", %d in its ClusterQueue", *why.PositionInClusterQueue)
 		}
 		row(w, "Position:", pos)
+	}
+	if why.AheadElsewhere > 0 {
+		row(w, "Ahead of it elsewhere:", fmt.Sprintf("%d workloads of LocalQueues you may not read", why.AheadElsewhere))
 	}
 	if len(why.Ahead) == 0 {
 		return nil

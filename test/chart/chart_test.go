@@ -485,11 +485,12 @@ func TestValues(t *testing.T) {
 			wantFields: []field{
 				{"Certificate berth-system/berth-serving-cert", []string{"spec", "secretName"}, "berth-webhook-server-cert"},
 				{"Certificate berth-system/berth-serving-cert", []string{"spec", "dnsNames"},
-					"[berth-webhook-service.berth-system.svc, berth-webhook-service.berth-system.svc.cluster.local]"},
+					"[berth-webhook-service.berth-system.svc, berth-webhook-service.berth-system.svc.cluster.local, berth-visibility.berth-system.svc, berth-visibility.berth-system.svc.cluster.local]"},
 				{"Issuer berth-system/berth-selfsigned-issuer", []string{"spec"}, "{selfSigned: {}}"},
 				{configMap, []string{"data", configKey, "internalCertManagement", "enable"}, "false"},
 				{mutating, injectCA, "berth-system/berth-serving-cert"},
 				{validating, injectCA, "berth-system/berth-serving-cert"},
+				{"APIService /v1alpha1.visibility.berth.dev", injectCA, "berth-system/berth-serving-cert"},
 				{deployment, []string{"spec", "template", "spec", "volumes", "1"}, "{name: webhook-certs, secret: {secretName: berth-webhook-server-cert}}"},
 			},
 		},
@@ -497,6 +498,7 @@ func TestValues(t *testing.T) {
 			wantFields: []field{
 				{"Certificate berth-system/berth-serving-cert", nil, "absent"},
 				{mutating, injectCA, "null"},
+				{"APIService /v1alpha1.visibility.berth.dev", injectCA, "null"},
 				{configMap, []string{"data", configKey, "internalCertManagement", "enable"}, "true"},
 			},
 		},

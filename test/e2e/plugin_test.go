@@ -168,3 +168,54 @@ func workloadsIn(t *testing.T, ns string) int {
 	t.Helper()
 	return len(strings.Fields(get(t.Context(), "wl", "-n", ns, "-o", "name")))
 }
+
+// TestPluginReadsTheVisibilityAPIAsANamespaceUser: a user who may edit one
+// namespace (edit, which aggregates berth-batch-user), and read no other's
+// Workloads, sees through the visibility
+// API their workloads' places in the ClusterQueue, which kubectl berth
+// could not compute for them, and is refused the ClusterQueue's list.
+func TestPluginReadsTheVisibilityAPIAsANamespaceUser(t *testing.T) {
+	e := newEnv(t)
+	cq := e.queue("visibility", "", gpuQuota{flavor: e.flavor("h100"), gpus: "8"})
+	e.localQueue("main", cq)
+	e.submit(jobSpec{name: "holder", queue: "main", completions: 1, parallelism: 1, gpus: 8})
+	e.running("holder", 1)
+	for _, name := range []string{"first", "second"} {
+		e.submit(jobSpec{name: name, queue: "main", completions: 1, parallelism: 1, gpus: 8})
+		time.Sleep(1100 * time.Millisecond) // creation times a second apart
+	}
+	user := "alice-" + e.ns
+	if _, err := kubectl(t.Context(), "", "create", "rolebinding", "alice", "-n", e.ns, "--clusterrole=edit", "--user="+user); err != nil {
+		t.Fatal(err)
+	}
+	path := "/apis/visibility.berth.dev/v1alpha1/namespaces/" + e.ns + "/localqueues/main/pendingworkloads"
+	eventually(t, "the user reads the LocalQueue through the API server", time.Minute, func(ctx context.Context) error {
+		out, err := kubectl(ctx, "", "get", "--raw", path, "--as", user)
+		if err != nil {
+			return err
+		}
+		var s struct {
+			ClusterQueue          string
+			PendingInClusterQueue int
+			Items                 []struct {
+				Name                                         string
+				PositionInClusterQueue, PositionInLocalQueue int
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if s.ClusterQueue != cq || s.PendingInClusterQueue != 2 || len(s.Items) != 2 || s.Items[1].Name != e.workload(ctx, "second") ||
+			s.Items[1].PositionInClusterQueue != 2 || s.Items[1].PositionInLocalQueue != 2 {
+			return fmt.Errorf("not the two waiting jobs in order: %s", out)
+		}
+		return nil
+	})
+	if out, err := kubectl(t.Context(), "", "get", "--raw", "/apis/visibility.berth.dev/v1alpha1/clusterqueues/"+cq+"/pendingworkloads", "--as", user); err == nil || !strings.Contains(err.Error()+out, "forbidden") {
+		t.Errorf("the user read the ClusterQueue's pending workloads: %v\n%s", err, out)
+	}
+	out, err := berthPlugin(t.Context(), "why", "job/second", "-n", e.ns, "--as", user)
+	if err != nil || !strings.Contains(out, "2 in its LocalQueue, 2 in its ClusterQueue") {
+		t.Errorf("why job/second as %s: %v\n%s", user, err, out)
+	}
+}

@@ -25,6 +25,10 @@ type Configuration struct {
 	// Metrics configures the Prometheus metrics endpoint.
 	Metrics Metrics `json:"metrics,omitempty"`
 
+	// Visibility configures the visibility API (visibility.berth.dev): the
+	// pending workloads of a queue, in order, read through the API server.
+	Visibility Visibility `json:"visibility,omitempty"`
+
 	// PprofBindAddress, when set (e.g. 127.0.0.1:8082), serves Go's pprof
 	// profiles there, for profiling the controller under load.
 	PprofBindAddress string `json:"pprofBindAddress,omitempty"`
@@ -238,6 +242,27 @@ type Health struct {
 	// HealthProbeBindAddress is the host:port that serves /healthz and
 	// /readyz. Default ":8081"; "0" turns the endpoint off.
 	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
+}
+
+// Visibility configures the server of the visibility API, which the API
+// server reaches through the APIService v1alpha1.visibility.berth.dev and
+// the Service ServiceName, in the namespace of the webhook Service.
+type Visibility struct {
+	// BindAddress is the host:port the visibility API listens on, over
+	// HTTPS with the certificate of internalCertManagement, to the API
+	// server's front proxy only. Default ":8444"; "0" turns it off.
+	BindAddress string `json:"bindAddress,omitempty"`
+
+	// ServiceName is the Service, with no selector, that the APIService
+	// names; the leader writes its EndpointSlice with its own address, so
+	// that only the replica whose queues are the scheduler's is called.
+	// Default "berth-visibility".
+	ServiceName string `json:"serviceName,omitempty"`
+
+	// AdvertiseAddress is the leader's address in that EndpointSlice.
+	// Default: the first address of the machine that is neither loopback
+	// nor link-local (in a pod, its IP).
+	AdvertiseAddress string `json:"advertiseAddress,omitempty"`
 }
 
 // Metrics configures the metrics endpoint.

@@ -24,16 +24,20 @@ const KubeSystemNamespace = "kube-system"
 // Default values of the Configuration's fields; see each field's comment
 // for why.
 const (
-	DefaultQPS                                = 500
-	DefaultBurst                              = 1000
-	DefaultLeaderElectionResourceName         = "berth.dev"
-	DefaultNamespace                          = "berth-system"
-	DefaultHealthProbeBindAddress             = ":8081"
-	DefaultMetricsBindAddress                 = ":8443"
-	DefaultInsecureMetricsBindAddress         = ":8080"
-	DefaultWebhookPort                        = 9443
-	DefaultWebhookCertDir                     = "/tmp/berth-webhook-certs"
-	DefaultWebhookServiceName                 = "berth-webhook-service"
+	DefaultQPS                        = 500
+	DefaultBurst                      = 1000
+	DefaultLeaderElectionResourceName = "berth.dev"
+	DefaultNamespace                  = "berth-system"
+	DefaultHealthProbeBindAddress     = ":8081"
+	DefaultMetricsBindAddress         = ":8443"
+	DefaultInsecureMetricsBindAddress = ":8080"
+	DefaultWebhookPort                = 9443
+	DefaultWebhookCertDir             = "/tmp/berth-webhook-certs"
+	DefaultWebhookServiceName         = "berth-webhook-service"
+	DefaultVisibilityBindAddress      = ":8444"
+	DefaultVisibilityServiceName      = "berth-visibility"
+	// VisibilityAPIServiceName is the APIService of visibility.berth.dev.
+	VisibilityAPIServiceName                  = "v1alpha1.visibility.berth.dev"
 	DefaultWebhookSecretName                  = "berth-webhook-server-cert"
 	DefaultValidatingWebhookConfigurationName = "berth-validating-webhook-configuration"
 	DefaultMutatingWebhookConfigurationName   = "berth-mutating-webhook-configuration"

@@ -34,6 +34,9 @@ webhook:
   host: 127.0.0.1
   port: %d
   certDir: %s
+# Served, so that its idle cost is in every run; nothing calls it here.
+visibility:
+  bindAddress: 127.0.0.1:%d
 integrations:
   frameworks: []
 `
@@ -56,12 +59,12 @@ type controllerProcess struct {
 // startController starts binary against kubeconfig, with its files in dir
 // and extra appended to its configuration, and waits until it is ready.
 func startController(ctx context.Context, binary, kubeconfig, dir, extra string) (*controllerProcess, error) {
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "controller_config.yaml")
-	cfg := fmt.Sprintf(controllerConfig, ports[0], ports[1], ports[3], ports[2], filepath.Join(dir, "certs"))
+	cfg := fmt.Sprintf(controllerConfig, ports[0], ports[1], ports[3], ports[2], filepath.Join(dir, "certs"), ports[4])
 	cfg += extra
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
