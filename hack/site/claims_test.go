@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -15,14 +16,18 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	mdast "github.com/yuin/goldmark/ast"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/yaml"
 )
 
 // The claims test holds the pages of the site and the README to the code:
 // every make target, kubectl berth command and flag, metric name, berth.dev
-// label or annotation key and configuration field they name must exist, so
-// that a rename in the code fails `make test` until the pages follow.
+// label or annotation key, configuration field, condition type and reason
+// of a condition or an event they name must exist, so that a rename in the
+// code fails `make test` until the pages follow.
 //
 // What it reads:
 //   - make targets, kubectl berth commands and their flags, in code: the
@@ -31,7 +36,10 @@ import (
 //   - configuration field paths, in inline code spans that are a dotted
 //     path (`waitForPodsReady.timeout`, `metrics.secureServing: true`)
 //     whose first segment is a top-level field of the Configuration;
-//   - metric names (berth_...) and berth.dev/ keys, anywhere.
+//   - metric names (berth_...) and berth.dev/ keys, anywhere;
+//   - condition types, reasons and event types and actions, in inline code
+//     spans that the prose or the table around them calls a reason, a
+//     condition or an event (see reasonClaims).
 
 // facts are the names the code defines, read from its sources.
 type facts struct {
@@ -52,6 +60,9 @@ type facts struct {
 	// chartValues are the Helm chart's values, whose paths share some
 	// first segments with the configuration's (metrics.serviceMonitor).
 	chartValues map[string]any
+	// reasons are the condition types and reasons, and the event reasons,
+	// types and actions, a page may name (see reasonNames).
+	reasons map[string]bool
 }
 
 // problem is a name a page writes that the code does not define.
@@ -132,6 +143,40 @@ func TestClaimsCheckerFindsWrongNames(t *testing.T) {
 			page: "Set\n\n`waitForPodsReady.timout` or `metrics.secure: true`.\n",
 			want: []string{`line 3: configuration field "waitForPodsReady.timout"`, `line 3: configuration field "metrics.secure"`},
 		},
+		"condition and event names that exist, and words that are not reasons": {
+			page: "It is `False` with reason `Pending`; the `Warning` event `InvalidJob`; the `Evicted`\n" +
+				"reasons `Preempted`, `Deactivated` or `AdmissionCheck`. `Evicted=True`, `Provisioned=True`.\n" +
+				"With `HoldAndDrain` its workloads are evicted with reason `ClusterQueueStopped`. The state\n" +
+				"(`Inactive`), the reason. The reason is `BeyondAdmission`.\n\n" +
+				"| type | reason | action | when |\n|---|---|---|---|\n| `Normal` | `Admitted` | `Run` | `Later` |\n\n" +
+				"| value | admits |\n|---|---|\n| `None` (default) | yes |\n\n" +
+				"```sh\nkubectl get events --field-selector reason=Prempted\n```\n",
+		},
+		"a wrong reason": {
+			page: "The workload is\nevicted with reason `Prempted`.\n",
+			want: []string{`line 2: condition or event name "Prempted"`},
+		},
+		"a wrong reason in a list": {
+			page: "The `Evicted` reasons `Preempted`, `Deactivted` or `AdmissionCheck`.\n",
+			want: []string{`line 1: condition or event name "Deactivted"`},
+		},
+		"a wrong condition with its status": {
+			page: "Wait for `AdmittedNow=True`.\n",
+			want: []string{`line 1: condition or event name "AdmittedNow"`},
+		},
+		"a wrong condition before its noun": {
+			page: "Its `QuotaReserve` condition says why.\n",
+			want: []string{`line 1: condition or event name "QuotaReserve"`},
+		},
+		"a wrong event": {
+			page: "A `Warning` event `JobInvalid` names the field.\n",
+			want: []string{`line 1: condition or event name "JobInvalid"`},
+		},
+		"wrong names in a table of reasons": {
+			page: "Text.\n\n| reason | fix |\n|---|---|\n| `FlavorMissing` | create the flavor |\n" +
+				"| `Stopped` | resume it |\n\n| type | reason | action |\n|---|---|---|\n| `Warn` | `InvalidJob` | `Create` |\n",
+			want: []string{`line 5: condition or event name "FlavorMissing"`, `line 10: condition or event name "Warn"`, `line 10: condition or event name "Create"`},
+		},
 		"an inline span over two lines": {
 			page: "Run `kubectl berth\nstatus` now.\n",
 			want: []string{`line 1: kubectl berth command "status"`},
@@ -163,6 +208,7 @@ func readFacts(t *testing.T, root string) *facts {
 		keys:        map[string]bool{},
 		config:      configTypes(t, filepath.Join(root, "apis", "config", "v1alpha1")),
 		chartValues: chartValues(t, filepath.Join(root, "charts", "berth", "values.yaml")),
+		reasons:     reasonNames(t, root),
 	}
 	kubectlBerthSources(t, filepath.Join(root, "pkg", "kubectlberth"), f)
 	f.kubectlFlags = &cobra.Command{}
@@ -181,6 +227,7 @@ func readFacts(t *testing.T, root string) *facts {
 	for what, n := range map[string]int{
 		"make targets": len(f.makeTargets), "kubectl berth commands": len(f.commands), "kubectl berth flags": len(f.flags),
 		"metrics": len(f.metrics), "berth.dev keys": len(f.keys), "configuration fields": len(f.config[configurationType]),
+		"condition and event names": len(f.reasons),
 	} {
 		if n < 5 {
 			t.Fatalf("found %d %s in the code, want more: did a file move?", n, what)
@@ -510,6 +557,11 @@ func (f *facts) check(page string) []problem {
 		out = append(out, f.checkMetrics(i+1, line)...)
 		out = append(out, f.checkKeys(i+1, line)...)
 	}
+	for _, c := range reasonClaims([]byte(page)) {
+		if !f.reasons[c.name] {
+			out = append(out, problem{c.line, "condition or event name", c.name})
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].line < out[j].line })
 	return out
 }
@@ -624,6 +676,219 @@ func (f *facts) checkKeys(line int, text string) []problem {
 		key := text[loc[0]:loc[1]]
 		if !f.keys[key] && !apiVersion.MatchString(key) {
 			out = append(out, problem{line, "label or annotation key", key})
+		}
+	}
+	return out
+}
+
+var (
+	// reasonSpan is an inline code span that may name a reason, a
+	// condition type or an event's type or action: one UpperCamelCase
+	// word, alone or with a condition's status (`Evicted=True`).
+	reasonSpan = regexp.MustCompile(`^([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*)(=(?:True|False|Unknown))?$`)
+	// reasonBefore and reasonAfter are the prose that makes a span a
+	// reason when it comes right before it ("with reason X", "reasons X,
+	// Y or Z", "the Warning event X") or right after it ("the X
+	// condition", "X or Y reasons"), other spans of a list between.
+	reasonBefore = regexp.MustCompile(`(?i)\b(?:reasons?|conditions?|events?)(?:[\s,:]|\bor\b|\band\b)*$`)
+	reasonAfter  = regexp.MustCompile(`(?i)^(?:[\s,]|\bor\b|\band\b)*(?:reasons?|conditions?|events?)\b`)
+	// reasonTable is a table's header that says its rows are reasons,
+	// conditions or events; reasonColumn, the header of a column of
+	// such a table that holds their names.
+	reasonTable  = regexp.MustCompile(`(?i)\b(?:reasons?|conditions?|events?)\b`)
+	reasonColumn = regexp.MustCompile(`(?i)^\s*(?:type|reasons?|conditions?|actions?|events?)\s*$`)
+	// conditionStatus are the statuses of a condition, which pages write
+	// beside its reasons.
+	conditionStatus = map[string]bool{"True": true, "False": true, "Unknown": true}
+)
+
+// reasonClaim is a name a page gives as a reason, a condition type, or an
+// event's type or action.
+type reasonClaim struct {
+	line int
+	name string
+}
+
+// reasonClaims are the names a page gives as reasons, condition types or
+// event types and actions, in the order of the page. A name counts when it
+// is an UpperCamelCase word in backquotes and
+//   - it is written with a status (`Evicted=True`): a condition type;
+//   - or the prose right before or after it says reason, condition or
+//     event: "with reason `Pending`", "the `Warning` event `InvalidJob`",
+//     "the `Evicted` reasons", "reasons `A`, `B` or `C`";
+//   - or it is in a table about reasons, conditions or events, in the
+//     column of their names, types or actions (| type | reason | action |
+//     when |).
+//
+// Words in backquotes elsewhere in a sentence about reasons (a stop
+// policy's `HoldAndDrain`, the state `Inactive` kubectl berth why prints)
+// and code blocks are not claims of a reason; the statuses `True`,
+// `False` and `Unknown` are not names.
+func reasonClaims(page []byte) []reasonClaim {
+	doc := markdown.Parser().Parse(text.NewReader(page))
+	var out []reasonClaim
+	_ = mdast.Walk(doc, func(n mdast.Node, entering bool) (mdast.WalkStatus, error) {
+		span, ok := n.(*mdast.CodeSpan)
+		if !entering || !ok {
+			return mdast.WalkContinue, nil
+		}
+		start, end, content := codeSpanContent(span, page)
+		m := reasonSpan.FindStringSubmatch(content)
+		if m == nil || conditionStatus[m[1]] {
+			return mdast.WalkSkipChildren, nil
+		}
+		if m[2] != "" || nearReasonWord(span, start, end, page) || inReasonColumn(span, page) {
+			out = append(out, reasonClaim{line: 1 + bytes.Count(page[:start], []byte("\n")), name: m[1]})
+		}
+		return mdast.WalkSkipChildren, nil
+	})
+	return out
+}
+
+// codeSpanContent is where a code span's text starts and ends in the
+// page, and the text.
+func codeSpanContent(span *mdast.CodeSpan, page []byte) (int, int, string) {
+	start, end := -1, 0
+	var b strings.Builder
+	for c := span.FirstChild(); c != nil; c = c.NextSibling() {
+		if t, ok := c.(*mdast.Text); ok {
+			if start < 0 {
+				start = t.Segment.Start
+			}
+			end = t.Segment.Stop
+			b.Write(t.Segment.Value(page))
+		}
+	}
+	return max(start, 0), end, b.String()
+}
+
+// blockOf is the block a span is in (a paragraph, a list item's text, a
+// heading, a table cell), with the part of the page it spans.
+func blockOf(n mdast.Node) (mdast.Node, int, int) {
+	for b := n.Parent(); b != nil; b = b.Parent() {
+		if b.Type() != mdast.TypeBlock {
+			continue
+		}
+		lines := b.Lines()
+		if lines.Len() == 0 {
+			return nil, 0, 0
+		}
+		return b, lines.At(0).Start, lines.At(lines.Len() - 1).Stop
+	}
+	return nil, 0, 0
+}
+
+// nearReasonWord reports whether the prose of the span's block right
+// before or after the span, from start to end in the page, says reason,
+// condition or event.
+func nearReasonWord(span *mdast.CodeSpan, start, end int, page []byte) bool {
+	block, from, to := blockOf(span)
+	if block == nil || start < from || end > to {
+		return false
+	}
+	// The block's code, blanked, is no context: a list of spans reads as
+	// spaces and commas.
+	prose := []byte(inlineCode.ReplaceAllStringFunc(string(page[from:to]), func(s string) string {
+		return strings.Repeat(" ", len(s))
+	}))
+	// The span's own backquotes.
+	before, after := prose[:max(start-from-1, 0)], prose[min(end-from+1, len(prose)):]
+	return reasonBefore.Match(before) || reasonAfter.Match(after)
+}
+
+// inReasonColumn reports whether the span is in the body of a table whose
+// header says reason, condition or event, in a column of names (type,
+// reason, condition, action, event).
+func inReasonColumn(span *mdast.CodeSpan, page []byte) bool {
+	column, headers, ok := tableColumn(span, page)
+	return ok && reasonColumn.MatchString(column) && reasonTable.MatchString(strings.Join(headers, " "))
+}
+
+// columnOf is the header of the span's column, when the span is in the
+// body of a table.
+func columnOf(span *mdast.CodeSpan, page []byte) (string, bool) {
+	column, _, ok := tableColumn(span, page)
+	return column, ok
+}
+
+// tableColumn is the header of the span's column and the table's headers,
+// when the span is in the body of a table.
+func tableColumn(span *mdast.CodeSpan, page []byte) (string, []string, bool) {
+	block, _, _ := blockOf(span)
+	cell, ok := block.(*extast.TableCell)
+	if !ok {
+		return "", nil, false
+	}
+	row, ok := cell.Parent().(*extast.TableRow)
+	if !ok {
+		return "", nil, false // a span of the header itself
+	}
+	header, ok := row.Parent().FirstChild().(*extast.TableHeader)
+	if !ok {
+		return "", nil, false
+	}
+	column := 0
+	for c := cell.PreviousSibling(); c != nil; c = c.PreviousSibling() {
+		column++
+	}
+	var headers []string
+	for h := header.FirstChild(); h != nil; h = h.NextSibling() {
+		var name string
+		if h.Lines().Len() > 0 {
+			seg := h.Lines().At(0)
+			name = strings.TrimSpace(string(seg.Value(page)))
+		}
+		headers = append(headers, name)
+	}
+	if column >= len(headers) {
+		return "", nil, false
+	}
+	return headers[column], headers, true
+}
+
+// reasonNames are the names a page may give as a condition's type or
+// reason, or an event's reason, type or action:
+//   - Berth's own, as the generated reference-events.md lists them:
+//     hack/refdocs writes that page from the calls that record events and
+//     the API's constants of condition types and reasons, and its test
+//     fails when the page is not what the code says, so the page is the
+//     code's list, read here without type-checking the code again;
+//   - the conditions of a ProvisioningRequest (apis/autoscaling/v1),
+//     which Berth's admission check reads;
+//   - the reasons kubectl berth audit gives a pod (pkg/engine/audit).
+func reasonNames(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	path := filepath.Join(root, "site", "content", "reference-events.md")
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	// Every span of the page's tables but their descriptions: the
+	// reasons, types and actions of events, the values of conditions.
+	doc := markdown.Parser().Parse(text.NewReader(page))
+	_ = mdast.Walk(doc, func(n mdast.Node, entering bool) (mdast.WalkStatus, error) {
+		span, ok := n.(*mdast.CodeSpan)
+		if !entering || !ok {
+			return mdast.WalkContinue, nil
+		}
+		if column, ok := columnOf(span, page); ok && column != "description" {
+			_, _, name := codeSpanContent(span, page)
+			out[name] = true
+		}
+		return mdast.WalkSkipChildren, nil
+	})
+	if len(out) < 20 {
+		t.Fatalf("%s lists %d event and condition names, want more: did its tables change?", path, len(out))
+	}
+	for _, v := range constants(t, filepath.Join(root, "apis", "autoscaling", "v1", "provisioningrequest_types.go")) {
+		if reasonSpan.MatchString(v) {
+			out[v] = true
+		}
+	}
+	for name, v := range constants(t, filepath.Join(root, "pkg", "engine", "audit", "audit.go")) {
+		if strings.HasPrefix(name, "Reason") {
+			out[v] = true
 		}
 	}
 	return out

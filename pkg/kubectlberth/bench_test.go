@@ -95,6 +95,7 @@ func BenchmarkDashboard(b *testing.B) {
 				for b.Loop() {
 					if first {
 						cl.ordered.once = sync.Once{}
+						cl.histories.once = sync.Once{}
 					}
 					rec := httptest.NewRecorder()
 					req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:0"+path, nil)

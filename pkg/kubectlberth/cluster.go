@@ -44,6 +44,12 @@ type cluster struct {
 		once sync.Once
 		all  map[string]position
 	}
+	// histories holds the Workloads' lives by ClusterQueue once read,
+	// for the dashboard's charts.
+	histories struct {
+		once sync.Once
+		byCQ map[string][]life
+	}
 }
 
 // load reads the cluster through c. With namespace "" it reads every
@@ -218,6 +224,16 @@ func (cl *cluster) sort(cq string, infos []*workload.Info) {
 func waitingMessage(wl *berthv1alpha1.Workload) string {
 	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
 		return c.Message
+	}
+	return ""
+}
+
+// queueNameOf is the LocalQueue the Workload ns/name was submitted to.
+func (cl *cluster) queueNameOf(ns, name string) string {
+	for _, wl := range cl.workloads {
+		if wl.Namespace == ns && wl.Name == name {
+			return string(wl.Spec.QueueName)
+		}
 	}
 	return ""
 }

@@ -42,6 +42,9 @@ type cohortView struct {
 	Queues                                   []queueView
 	// Page and Pages number the pages of Queues on the cohort's own page.
 	Page, Pages int
+	// Charts, on the cohort's own page, are its ClusterQueues' usage and
+	// waiting workloads over time, together.
+	Charts *queueCharts
 }
 
 type queueView struct {
@@ -78,6 +81,8 @@ type queuePage struct {
 	PendingTotal  int
 	AdmittedTotal int
 	Known         bool
+	// Charts are its usage and its waiting workloads over time.
+	Charts queueCharts
 }
 
 type pendingView struct {
@@ -165,6 +170,8 @@ func buildCohortPage(cl *cluster, name string, page int) (cohortView, bool) {
 		n, lent := countsOf(cl, cl.positions()), cl.lent()
 		cv := cohortView{Name: g.name, Parent: g.parent, QueueCount: len(g.queues)}
 		cv.Pages, cv.Page = pages(len(g.queues), page)
+		charts := chartsOf(cl, cl.now, g.queues...)
+		cv.Charts = &charts
 		for i, cq := range g.queues {
 			q := queueOf(cq, n, lent)
 			cv.Pending += q.Pending
@@ -293,6 +300,7 @@ func buildQueuePage(cl *cluster, name string, page int, feed []happening) queueP
 	}
 	out.Known = true
 	out.Bars = bars(cq, cl.lent())
+	out.Charts = chartsOf(cl, cl.now, cq)
 	var waiting []position
 	for _, p := range cl.positions() {
 		if p.clusterQueue == name {

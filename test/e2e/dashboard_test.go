@@ -141,6 +141,19 @@ func TestDashboardFollowsTheCluster(t *testing.T) {
 	if !notReloaded {
 		t.Fatal("the page was reloaded")
 	}
+	// The chart of GPUs in use, drawn by the plugin from the Workloads'
+	// history, ends above zero: the holder ran, now the waiter does.
+	var points string
+	var ok bool
+	run("the page charts the GPUs in use", 30*time.Second,
+		chromedp.WaitVisible(`svg.chart polyline.used`),
+		chromedp.AttributeValue(`svg.chart polyline.used`, "points", &points, &ok),
+	)
+	fields := strings.Fields(points)
+	// y 130 is the chart's zero line.
+	if !ok || len(fields) < 2 || strings.HasSuffix(fields[len(fields)-1], ",130.0") {
+		t.Errorf("the GPUs in use end at zero: %q", points)
+	}
 	var shot []byte
 	run("screenshot", 30*time.Second, chromedp.FullScreenshot(&shot, 100))
 	if err := os.MkdirAll(filepath.Join(root, "_output"), 0o755); err != nil {
