@@ -13,6 +13,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/config"
+	"github.com/berth-dev/berth/pkg/dashboard"
 	"github.com/berth-dev/berth/pkg/engine/audit"
 	"github.com/berth-dev/berth/pkg/engine/resources"
 )
@@ -74,7 +75,7 @@ func (o *options) auditCommand() *cobra.Command {
 			}
 			in, err := auditInput(cmd.Context(), c, ns)
 			if err != nil {
-				return readError(err)
+				return dashboard.ReadError(err)
 			}
 			found := auditOf(audit.Compare(in))
 			if err := o.print(found, func(w io.Writer) error { return auditTable(w, found) }); err != nil {
@@ -111,7 +112,7 @@ func auditInput(ctx context.Context, c client.Reader, ns string) (audit.Input, e
 		}
 	}
 	wls, lqs := &berthv1alpha1.WorkloadList{}, &berthv1alpha1.LocalQueueList{}
-	if err := listIn(ctx, c, ns, wls, lqs); err != nil {
+	if err := dashboard.ListIn(ctx, c, ns, wls, lqs); err != nil {
 		return audit.Input{}, err
 	}
 	for i := range wls.Items {

@@ -6,34 +6,34 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/dashboard"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
 // benchCluster is queues ClusterQueues in cohorts of ten, each with a
 // LocalQueue in its own namespace, and pending workloads spread over them.
-func benchCluster(queues, pending int) *cluster {
-	cl := &cluster{clusterQueues: map[string]*berthv1alpha1.ClusterQueue{}, localQueues: map[string]*berthv1alpha1.LocalQueue{}, allNamespaces: true, now: time.Now()}
-	cl.flavors = []berthv1alpha1.ResourceFlavor{*utiltesting.MakeResourceFlavor("h100")}
+func benchCluster(queues, pending int) *dashboard.Cluster {
+	cl := &dashboard.Cluster{ClusterQueues: map[string]*berthv1alpha1.ClusterQueue{}, LocalQueues: map[string]*berthv1alpha1.LocalQueue{}, AllNamespaces: true, Now: time.Now()}
+	cl.Flavors = []berthv1alpha1.ResourceFlavor{*utiltesting.MakeResourceFlavor("h100")}
 	for i := range queues {
 		name := fmt.Sprintf("cq-%04d", i)
 		cq := utiltesting.MakeClusterQueue(name).Cohort(fmt.Sprintf("cohort-%d", i/10)).
 			ResourceGroup(utiltesting.MakeFlavorQuotas("h100").Resource("nvidia.com/gpu", "8").Obj()).Obj()
 		cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
-		cl.clusterQueues[name] = cq
+		cl.ClusterQueues[name] = cq
 		ns := fmt.Sprintf("ns-%04d", i)
-		cl.localQueues[ns+"/main"] = utiltesting.MakeLocalQueue("main", ns, name)
+		cl.LocalQueues[ns+"/main"] = utiltesting.MakeLocalQueue("main", ns, name)
 	}
 	for i := range pending {
 		wl := utiltesting.MakeWorkload(fmt.Sprintf("w-%06d", i), fmt.Sprintf("ns-%04d", i%queues)).Queue("main").
 			Priority(int32(i%4)).Created(time.Duration(i)*time.Millisecond).Request(1, "nvidia.com/gpu", "1").Obj()
-		cl.workloads = append(cl.workloads, wl)
+		cl.Workloads = append(cl.Workloads, wl)
 	}
 	return cl
 }
@@ -76,26 +76,31 @@ func BenchmarkDashboard(b *testing.B) {
 	runtime.ReadMemStats(&before)
 	cl := benchCluster(1000, 50000)
 	for i := range 10000 {
-		wl := cl.workloads[i]
-		cq := cl.localQueues[wl.Namespace+"/main"].Spec.ClusterQueue
-		cl.workloads[i] = utiltesting.MakeWorkload(wl.Name, wl.Namespace).Queue("main").Request(1, "nvidia.com/gpu", "1").AdmittedIn(string(cq), "h100").Obj()
+		wl := cl.Workloads[i]
+		cq := cl.LocalQueues[wl.Namespace+"/main"].Spec.ClusterQueue
+		cl.Workloads[i] = utiltesting.MakeWorkload(wl.Name, wl.Namespace).Queue("main").Request(1, "nvidia.com/gpu", "1").AdmittedIn(string(cq), "h100").Obj()
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	d, err := newDashboard(&still{cl: cl}, "bench", 0)
+	src := &still{cl: cl}
+	d, err := newDashboard(src, "bench", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := d.handler()
-	for _, path := range []string{"/", "/cq/cq-0001", "/cohort?name=cohort-7"} {
+	for _, path := range []string{"/", "/queue?name=cq-0001", "/cohort?name=cohort-7"} {
 		for _, first := range []bool{true, false} {
 			b.Run(fmt.Sprintf("%s/first=%v", path, first), func(b *testing.B) {
 				b.ReportAllocs()
 				size := 0
 				for b.Loop() {
 					if first {
-						cl.ordered.once = sync.Once{}
-						cl.histories.once = sync.Once{}
+						// A new snapshot orders its queues and reads its
+						// histories again.
+						src.cl = &dashboard.Cluster{
+							Flavors: cl.Flavors, Cohorts: cl.Cohorts, ClusterQueues: cl.ClusterQueues, LocalQueues: cl.LocalQueues,
+							Workloads: cl.Workloads, Namespaces: cl.Namespaces, AllNamespaces: cl.AllNamespaces, Now: cl.Now,
+						}
 					}
 					rec := httptest.NewRecorder()
 					req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:0"+path, nil)

@@ -1,16 +1,12 @@
 package kubectlberth
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"html/template"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,26 +17,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/pkg/dashboard"
 )
 
-//go:embed web
-var web embed.FS
-
-// source is what the dashboard shows: the cluster as its watches last saw
-// it, and what happened since it started.
-type source interface {
-	// snapshot is the cluster now and the happenings, newest first.
-	snapshot(ctx context.Context) (*cluster, []happening, error)
-	// subscribe is told when something changed, at most a few times a
-	// second; cancel ends the subscription.
-	subscribe() (changed <-chan struct{}, cancel func())
-}
-
-// dashboard serves the pages of kubectl berth dashboard.
-type dashboard struct {
-	src     source
-	context string
-	pages   *template.Template
+// dashboard serves the pages of kubectl berth dashboard (pkg/dashboard)
+// to the browser of the user who started it, and to no one else.
+type localDashboard struct {
+	pages http.Handler
 	// hosts are the Host headers it answers: 127.0.0.1 and localhost on its
 	// port. Any other is a page of some web site reaching for the user's
 	// credentials through DNS rebinding, and is refused.
@@ -54,41 +38,8 @@ type dashboard struct {
 // cookie is the name of the cookie that holds the token.
 const cookie = "berth-dashboard"
 
-// page is what the layout renders: the page's title and data, and the
-// template (Name) that renders the data.
-type page struct {
-	Title, Context, Name string
-	Data                 any
-}
-
-// pagerLinks number pages and link to their neighbours, keeping the page's
-// other query parameters.
-type pagerLinks struct {
-	Page, Pages int
-	Prev, Next  string
-}
-
-func pager(page, pages int, params ...string) pagerLinks {
-	link := func(p int) string {
-		q := url.Values{}
-		for i := 0; i+1 < len(params); i += 2 {
-			q.Set(params[i], params[i+1])
-		}
-		q.Set("page", strconv.Itoa(p))
-		return "?" + q.Encode()
-	}
-	out := pagerLinks{Page: page, Pages: pages}
-	if page > 1 {
-		out.Prev = link(page - 1)
-	}
-	if page < pages {
-		out.Next = link(page + 1)
-	}
-	return out
-}
-
-func newDashboard(src source, kubeContext string, port int) (*dashboard, error) {
-	pages, err := template.New("").Funcs(template.FuncMap{"pager": pager}).ParseFS(web, "web/*.html")
+func newDashboard(src dashboard.Source, kubeContext string, port int) (*localDashboard, error) {
+	pages, err := dashboard.NewPages(src, kubeContext)
 	if err != nil {
 		return nil, err
 	}
@@ -100,32 +51,10 @@ func newDashboard(src source, kubeContext string, port int) (*dashboard, error) 
 	if _, err := rand.Read(token); err != nil {
 		return nil, err
 	}
-	return &dashboard{src: src, context: kubeContext, pages: pages, hosts: hosts, token: hex.EncodeToString(token)}, nil
+	return &localDashboard{pages: pages.Handler(), hosts: hosts, token: hex.EncodeToString(token)}, nil
 }
 
-func (d *dashboard) handler() http.Handler {
-	mux := http.NewServeMux()
-	static, _ := fs.Sub(web, "web")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	mux.HandleFunc("GET /updates", d.updates)
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		d.render(w, r, func(cl *cluster, feed []happening) page {
-			return page{Title: "queues", Name: "overview", Data: buildOverview(cl, feed)}
-		})
-	})
-	mux.HandleFunc("GET /cohort", func(w http.ResponseWriter, r *http.Request) {
-		name := r.URL.Query().Get("name")
-		d.render(w, r, func(cl *cluster, _ []happening) page {
-			cv, _ := buildCohortPage(cl, name, pageNumber(r))
-			return page{Title: "cohort " + name, Name: "cohort", Data: cv}
-		})
-	})
-	mux.HandleFunc("GET /cq/{name}", func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		d.render(w, r, func(cl *cluster, feed []happening) page {
-			return page{Title: name, Name: "queue", Data: buildQueuePage(cl, name, pageNumber(r), feed)}
-		})
-	})
+func (d *localDashboard) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !d.hosts[r.Host] {
 			http.Error(w, "the dashboard answers only to 127.0.0.1 and localhost", http.StatusForbidden)
@@ -144,7 +73,7 @@ func (d *dashboard) handler() http.Handler {
 			http.Error(w, "open the address kubectl berth dashboard printed: it holds this dashboard's token", http.StatusUnauthorized)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		d.pages.ServeHTTP(w, r)
 	})
 }
 
@@ -158,65 +87,6 @@ func localTarget(u *url.URL) string {
 		target += "?" + u.RawQuery
 	}
 	return target
-}
-
-func pageNumber(r *http.Request) int {
-	n, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	return n
-}
-
-// render writes a page, or with ?fragment=1 only its content, which the
-// page's script swaps in when the cluster changes.
-func (d *dashboard) render(w http.ResponseWriter, r *http.Request, build func(*cluster, []happening) page) {
-	cl, feed, err := d.src.snapshot(r.Context())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	p := build(cl, feed)
-	p.Context = d.context
-	name := "layout"
-	if r.URL.Query().Get("fragment") != "" {
-		name = "content"
-	}
-	var b bytes.Buffer
-	if err := d.pages.ExecuteTemplate(&b, name, p); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b.Bytes())
-}
-
-// updates is a stream of server-sent events, one each time the cluster
-// changed.
-func (d *dashboard) updates(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
-		return
-	}
-	changed, cancel := d.src.subscribe()
-	defer cancel()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = fmt.Fprint(w, "retry: 2000\n\n")
-	flusher.Flush()
-	// A comment now and then keeps idle connections open through proxies.
-	keepAlive := time.NewTicker(25 * time.Second)
-	defer keepAlive.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-keepAlive.C:
-			_, _ = fmt.Fprint(w, ": idle\n\n")
-		case <-changed:
-			_, _ = fmt.Fprint(w, "data: changed\n\n")
-		}
-		flusher.Flush()
-	}
 }
 
 func (o *options) dashboardCommand() *cobra.Command {

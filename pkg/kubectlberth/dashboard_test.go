@@ -21,20 +21,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/dashboard"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 )
 
 // still is a source that shows one cluster and is told of changes by the
 // test.
 type still struct {
-	cl      *cluster
-	feed    []happening
+	cl      *dashboard.Cluster
+	feed    []dashboard.Happening
 	changes chan struct{}
 }
 
-func (s *still) snapshot(context.Context) (*cluster, []happening, error) { return s.cl, s.feed, nil }
+func (s *still) Snapshot(context.Context) (*dashboard.Cluster, []dashboard.Happening, error) {
+	return s.cl, s.feed, nil
+}
 
-func (s *still) subscribe() (<-chan struct{}, func()) { return s.changes, func() {} }
+func (s *still) Subscribe() (<-chan struct{}, func()) { return s.changes, func() {} }
 
 // served is a dashboard on a test server, and a browser that opened the
 // address the command prints, and so holds its token.
@@ -71,7 +74,7 @@ func testDashboard(t testing.TB, src *still) served {
 	return s
 }
 
-func loadTestCluster(t *testing.T) *cluster {
+func loadTestCluster(t *testing.T) *dashboard.Cluster {
 	t.Helper()
 	scheme, err := Scheme()
 	if err != nil {
@@ -84,11 +87,11 @@ func loadTestCluster(t *testing.T) *cluster {
 			cq.Status.FlavorsUsage[0].Resources[0] = berthv1alpha1.ResourceUsage{Name: "nvidia.com/gpu", Total: resource.MustParse("10"), Borrowed: resource.MustParse("2")}
 		}
 	}
-	cl, err := load(t.Context(), fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), "", "")
+	cl, err := dashboard.Load(t.Context(), fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.now = utiltesting.BaseTime
+	cl.Now = utiltesting.BaseTime
 	return cl
 }
 
@@ -107,7 +110,7 @@ func (s served) get(t *testing.T, path string) (int, string) {
 }
 
 func TestDashboardPages(t *testing.T) {
-	feed := []happening{
+	feed := []dashboard.Happening{
 		{At: utiltesting.BaseTime, Kind: "admitted", Namespace: "a", Name: "running", CQ: "team-a", Detail: "h100"},
 		{At: utiltesting.BaseTime, Kind: "preempted", Namespace: "b", Name: "low", CQ: "team-b", Detail: "Preempted to reclaim quota"},
 	}
@@ -120,14 +123,14 @@ func TestDashboardPages(t *testing.T) {
 		path: "/?fragment=1",
 		want: []string{
 			// Three wait in team-a (the deactivated one does not), one holds quota.
-			`data-queue="team-a">\s*<td><a href="/cq/team-a">team-a</a></td>\s*<td class="num pending">3</td><td class="num admitted">1</td>`,
+			`data-queue="team-a">\s*<td><a href="queue\?name=team-a">team-a</a></td>\s*<td class="num pending">3</td><td class="num admitted">1</td>`,
 			// team-a borrows 2 of its 10; team-b lends them.
 			`10 of 8, borrowed 2`, `0 of 8, lent 2`,
 			`<td class="kind">preempted</td><td>b/low</td>`,
 		},
 	}, {
 		name: "dashboard-queue",
-		path: "/cq/team-a?fragment=1",
+		path: "/queue?name=team-a&fragment=1",
 		want: []string{
 			`data-workload="a/urgent"><td class="num position">1</td>`,
 			`data-workload="a/first"><td class="num position">2</td>`,
@@ -146,7 +149,7 @@ func TestDashboardPages(t *testing.T) {
 					t.Errorf("%s lacks %s", tc.path, w)
 				}
 			}
-			if strings.Contains(body, "b/low</td><td><a href=\"/cq/team-b\">") && tc.name == "dashboard-queue" {
+			if strings.Contains(body, "b/low</td><td><a href=\"queue?name=team-b\">") && tc.name == "dashboard-queue" {
 				t.Errorf("the queue page shows another queue's happening")
 			}
 			compareGolden(t, tc.name, body)
@@ -154,17 +157,17 @@ func TestDashboardPages(t *testing.T) {
 	}
 	t.Run("whole-page", func(t *testing.T) {
 		_, body := srv.get(t, "/")
-		for _, w := range []string{`<script src="/static/berth.js">`, `<span class="muted">kind-berth</span>`, `<main id="content">`} {
+		for _, w := range []string{`<script src="berth.js">`, `<span class="muted">kind-berth</span>`, `<main id="content">`} {
 			if !strings.Contains(body, w) {
 				t.Errorf("the page lacks %s", w)
 			}
 		}
-		if code, js := srv.get(t, "/static/berth.js"); code != http.StatusOK || !strings.Contains(js, "EventSource") {
+		if code, js := srv.get(t, "/berth.js"); code != http.StatusOK || !strings.Contains(js, "EventSource") {
 			t.Errorf("berth.js: %d", code)
 		}
 	})
 	t.Run("unknown-queue", func(t *testing.T) {
-		_, body := srv.get(t, "/cq/nope?fragment=1")
+		_, body := srv.get(t, "/queue?name=nope&fragment=1")
 		if !strings.Contains(body, "ClusterQueue nope does not exist") {
 			t.Error(body)
 		}
@@ -178,7 +181,7 @@ func TestDashboardFoldsAndPages(t *testing.T) {
 	cl := benchCluster(1000, 50000)
 	// cq-0001 has 50 workloads waiting; 49 more go to it.
 	for i := range 49 {
-		cl.workloads = append(cl.workloads, utiltesting.MakeWorkload(fmt.Sprintf("more-%d", i), "ns-0001").Queue("main").Request(1, "nvidia.com/gpu", "1").Obj())
+		cl.Workloads = append(cl.Workloads, utiltesting.MakeWorkload(fmt.Sprintf("more-%d", i), "ns-0001").Queue("main").Request(1, "nvidia.com/gpu", "1").Obj())
 	}
 	srv := testDashboard(t, &still{cl: cl})
 	_, body := srv.get(t, "/?fragment=1")
@@ -188,14 +191,14 @@ func TestDashboardFoldsAndPages(t *testing.T) {
 	if n := strings.Count(body, `class="cohort"`); n != 100 {
 		t.Errorf("the overview shows %d cohorts, want 100", n)
 	}
-	if !strings.Contains(body, `<a href="/cohort?name=cohort-7">cohort-7</a>`) {
+	if !strings.Contains(body, `<a href="cohort?name=cohort-7">cohort-7</a>`) {
 		t.Error("no link to a cohort's page")
 	}
 	_, body = srv.get(t, "/cohort?name=cohort-7&fragment=1")
 	if n := strings.Count(body, `class="queue"`); n != 10 {
 		t.Errorf("cohort-7's page shows %d queues, want 10", n)
 	}
-	_, body = srv.get(t, "/cq/cq-0001?page=2&fragment=1")
+	_, body = srv.get(t, "/queue?name=cq-0001&page=2&fragment=1")
 	if n := strings.Count(body, `class="pending-workload"`); n != 49 {
 		t.Errorf("page 2 of cq-0001 shows %d workloads, want 49", n)
 	}
@@ -243,7 +246,7 @@ func TestDashboardRefusesStrangers(t *testing.T) {
 func TestDashboardRedirectsOnlyToItself(t *testing.T) {
 	srv := testDashboard(t, &still{cl: benchCluster(1, 0)})
 	host := strings.TrimPrefix(srv.URL, "http://")
-	for _, path := range []string{"//evil.example/?token=", "/\\evil.example/?token=", "///evil.example?token=", "/cq/a?page=2&token="} {
+	for _, path := range []string{"//evil.example/?token=", "/\\evil.example/?token=", "///evil.example?token=", "/queue?name=a&page=2&token="} {
 		conn, err := net.Dial("tcp", host)
 		if err != nil {
 			t.Fatal(err)
@@ -303,14 +306,14 @@ func TestHappenings(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		old, cur *berthv1alpha1.Workload
-		want     []happening
+		want     []dashboard.Happening
 	}{
-		{"admitted", pending, admitted, []happening{{At: at, Kind: "admitted", Namespace: "a", Name: "w", CQ: "team-a", Detail: "h100"}}},
+		{"admitted", pending, admitted, []dashboard.Happening{{At: at, Kind: "admitted", Namespace: "a", Name: "w", CQ: "team-a", Detail: "h100"}}},
 		{"no change", admitted, admitted, nil},
-		{"preempted, told once", admitted, preempted, []happening{{At: at, Kind: "preempted", Namespace: "a", Name: "w", CQ: "team-a", Detail: "Preempted to reclaim quota"}}},
-		{"evicted", admitted, evicted, []happening{{At: at, Kind: "evicted", Namespace: "a", Name: "w", CQ: "team-a", Detail: "PodsReadyTimeout: not ready in 5m"}}},
+		{"preempted, told once", admitted, preempted, []dashboard.Happening{{At: at, Kind: "preempted", Namespace: "a", Name: "w", CQ: "team-a", Detail: "Preempted to reclaim quota"}}},
+		{"evicted", admitted, evicted, []dashboard.Happening{{At: at, Kind: "evicted", Namespace: "a", Name: "w", CQ: "team-a", Detail: "PodsReadyTimeout: not ready in 5m"}}},
 	} {
-		if diff := cmp.Diff(tc.want, happeningsOf(tc.old, tc.cur, at)); diff != "" {
+		if diff := cmp.Diff(tc.want, dashboard.HappeningsOf(tc.old, tc.cur, at)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}

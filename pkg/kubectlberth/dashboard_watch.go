@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/dashboard"
 )
 
 const (
@@ -35,13 +36,13 @@ type watched struct {
 	// user may not read in every namespace.
 	ns          string
 	mu          sync.Mutex
-	feed        []happening
+	feed        []dashboard.Happening
 	subscribers map[chan struct{}]struct{}
 	// generation counts the changes; told is the last one the subscribers
 	// were told of.
 	generation, told uint64
 	// snap is the cluster read from the stores at generation snapGen.
-	snap    *cluster
+	snap    *dashboard.Cluster
 	snapGen uint64
 }
 
@@ -92,7 +93,7 @@ func (o *options) watch(ctx context.Context) (*watched, error) {
 	for _, k := range kinds {
 		scope, ok, err := readable(ctx, direct, k.list, k.namespaced, ns)
 		if err != nil {
-			return nil, readError(err)
+			return nil, dashboard.ReadError(err)
 		}
 		if !ok && k.namespaced {
 			return nil, fmt.Errorf("not allowed to list %s in every namespace, nor in namespace %s: name the namespace of your queues with -n", k.plural, ns)
@@ -181,7 +182,7 @@ func (w *watched) handler(obj client.Object) toolscache.ResourceEventHandler {
 			o, ok1 := old.(*berthv1alpha1.Workload)
 			c, ok2 := cur.(*berthv1alpha1.Workload)
 			if ok1 && ok2 {
-				w.changed(happeningsOf(o, c, time.Now()))
+				w.changed(dashboard.HappeningsOf(o, c, time.Now()))
 			}
 		}
 	}
@@ -189,12 +190,12 @@ func (w *watched) handler(obj client.Object) toolscache.ResourceEventHandler {
 }
 
 // changed notes a change and what happened, newest first.
-func (w *watched) changed(happened []happening) {
+func (w *watched) changed(happened []dashboard.Happening) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.generation++
 	for _, h := range happened {
-		w.feed = append([]happening{h}, w.feed[:min(len(w.feed), feedLength-1)]...)
+		w.feed = append([]dashboard.Happening{h}, w.feed[:min(len(w.feed), feedLength-1)]...)
 	}
 }
 
@@ -222,7 +223,7 @@ func (w *watched) tell(ctx context.Context) {
 	}
 }
 
-func (w *watched) subscribe() (<-chan struct{}, func()) {
+func (w *watched) Subscribe() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -234,14 +235,14 @@ func (w *watched) subscribe() (<-chan struct{}, func()) {
 	}
 }
 
-func (w *watched) snapshot(ctx context.Context) (*cluster, []happening, error) {
+func (w *watched) Snapshot(ctx context.Context) (*dashboard.Cluster, []dashboard.Happening, error) {
 	w.mu.Lock()
 	snap, feed, generation, fresh := w.snap, w.feed, w.generation, w.snapGen == w.generation
 	w.mu.Unlock()
 	if snap != nil && fresh {
 		return snap, feed, nil
 	}
-	snap, err := load(ctx, w.reader, "", w.ns)
+	snap, err := dashboard.Load(ctx, w.reader, "", w.ns)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/dashboard"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
@@ -105,7 +106,7 @@ func history(ctx context.Context, c client.Reader, key types.NamespacedName) (*H
 	// too, and every role that reads a namespace reads them.
 	events := &corev1.EventList{}
 	if err := c.List(ctx, events, client.InNamespace(key.Namespace)); err != nil {
-		return nil, readError(err)
+		return nil, dashboard.ReadError(err)
 	}
 	h := &History{Name: wl.Name, ClusterQueue: string(workload.ClusterQueueOf(wl)), State: stateName(wl)}
 	h.Events = historyEntries(wl, events.Items)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/pkg/dashboard"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
@@ -58,7 +59,7 @@ func (o *options) positionsCommand() *cobra.Command {
 				list := servedPositions(s)
 				return o.print(list, func(w io.Writer) error { return positionsTable(w, list) })
 			}
-			cl, err := load(cmd.Context(), c, "", ns)
+			cl, err := dashboard.Load(cmd.Context(), c, "", ns)
 			if err != nil {
 				return err
 			}
@@ -73,20 +74,20 @@ func (o *options) positionsCommand() *cobra.Command {
 
 // positionsOf lists the queued workloads of one LocalQueue (in ns) or
 // ClusterQueue, in order.
-func positionsOf(cl *cluster, kind, ns, name string) (PositionList, error) {
+func positionsOf(cl *dashboard.Cluster, kind, ns, name string) (PositionList, error) {
 	local := kind == "localqueue" || kind == "lq"
-	if local && cl.localQueues[ns+"/"+name] == nil {
+	if local && cl.LocalQueues[ns+"/"+name] == nil {
 		return PositionList{}, fmt.Errorf("LocalQueue %s not found in namespace %s", name, ns)
 	}
-	if !local && cl.queuesUnknown {
+	if !local && cl.QueuesUnknown {
 		return PositionList{}, fmt.Errorf("not allowed to read ClusterQueues: ask for the positions in your LocalQueue instead")
 	}
-	if !local && cl.clusterQueues[name] == nil {
+	if !local && cl.ClusterQueues[name] == nil {
 		return PositionList{}, fmt.Errorf("ClusterQueue %s not found", name)
 	}
 	list := PositionList{Items: []Position{}}
-	for _, p := range cl.positions() {
-		if (local && (p.wl.Namespace != ns || string(p.wl.Spec.QueueName) != name)) || (!local && p.clusterQueue != name) {
+	for _, p := range cl.Positions() {
+		if (local && (p.Workload.Namespace != ns || string(p.Workload.Spec.QueueName) != name)) || (!local && p.ClusterQueue != name) {
 			continue
 		}
 		list.Items = append(list.Items, positionItem(p))
@@ -100,13 +101,13 @@ func positionsOf(cl *cluster, kind, ns, name string) (PositionList, error) {
 	return list, nil
 }
 
-func positionItem(p position) Position {
+func positionItem(p dashboard.Position) Position {
 	out := Position{
-		Namespace: p.wl.Namespace, Name: p.wl.Name, LocalQueue: string(p.wl.Spec.QueueName), ClusterQueue: p.clusterQueue,
-		Priority: workload.Priority(p.wl), PositionInLocalQueue: p.inLocalQueue, Message: waitingMessage(p.wl),
+		Namespace: p.Workload.Namespace, Name: p.Workload.Name, LocalQueue: string(p.Workload.Spec.QueueName), ClusterQueue: p.ClusterQueue,
+		Priority: workload.Priority(p.Workload), PositionInLocalQueue: p.InLocalQueue, Message: dashboard.WaitingMessage(p.Workload),
 	}
-	if p.inClusterQueue > 0 {
-		n := p.inClusterQueue
+	if p.InClusterQueue > 0 {
+		n := p.InClusterQueue
 		out.PositionInClusterQueue = &n
 	}
 	return out

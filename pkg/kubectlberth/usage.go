@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/dashboard"
 )
 
 // Usage is the output of kubectl berth usage: the cohorts, each with its
@@ -67,7 +66,7 @@ func (o *options) usageCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := load(cmd.Context(), c, "", ns)
+			cl, err := dashboard.Load(cmd.Context(), c, "", ns)
 			if err != nil {
 				return err
 			}
@@ -86,64 +85,30 @@ func (o *options) usageCommand() *cobra.Command {
 
 // usageOf builds the cohort tree from the ClusterQueues' status; with
 // only, the subtree of that cohort.
-func usageOf(cl *cluster, only string) (Usage, error) {
-	if cl.queuesUnknown {
+func usageOf(cl *dashboard.Cluster, only string) (Usage, error) {
+	if cl.QueuesUnknown {
 		return Usage{}, fmt.Errorf("not allowed to read ClusterQueues and Cohorts")
 	}
-	groups := cl.byCohort()
+	groups := cl.ByCohort()
 	parents := map[string]string{}
 	for _, g := range groups {
-		parents[g.name] = g.parent
+		parents[g.Name] = g.Parent
 	}
 	if _, ok := parents[only]; !ok && only != "" {
 		return Usage{}, fmt.Errorf("cohort %s not found: no Cohort object and no ClusterQueue names it", only)
 	}
 	u := Usage{Cohorts: []CohortUsage{}}
 	for _, g := range groups {
-		if only != "" && !under(parents, g.name, only) {
+		if only != "" && !under(parents, g.Name, only) {
 			continue
 		}
 		cqs := []ClusterQueueUsage{}
-		for _, cq := range g.queues {
+		for _, cq := range g.Queues {
 			cqs = append(cqs, clusterQueueUsage(cq))
 		}
-		u.Cohorts = append(u.Cohorts, CohortUsage{Name: g.name, Parent: g.parent, ClusterQueues: cqs})
+		u.Cohorts = append(u.Cohorts, CohortUsage{Name: g.Name, Parent: g.Parent, ClusterQueues: cqs})
 	}
 	return u, nil
-}
-
-// cohortGroup is a cohort, or with an empty name the ClusterQueues in none,
-// and its ClusterQueues in name order.
-type cohortGroup struct {
-	name, parent string
-	queues       []*berthv1alpha1.ClusterQueue
-}
-
-// byCohort groups the ClusterQueues by cohort: the queues in no cohort
-// first, if any, then every cohort that has a Cohort object or is named by
-// a ClusterQueue, in name order.
-func (cl *cluster) byCohort() []cohortGroup {
-	parents := map[string]string{}
-	for _, c := range cl.cohorts {
-		parents[c.Name] = string(c.Spec.ParentName)
-	}
-	queues := map[string][]*berthv1alpha1.ClusterQueue{}
-	for _, name := range sortedMapKeys(cl.clusterQueues) {
-		cq := cl.clusterQueues[name]
-		cohort := string(cq.Spec.CohortName)
-		if _, ok := parents[cohort]; !ok && cohort != "" {
-			parents[cohort] = ""
-		}
-		queues[cohort] = append(queues[cohort], cq)
-	}
-	var out []cohortGroup
-	if len(queues[""]) > 0 {
-		out = append(out, cohortGroup{queues: queues[""]})
-	}
-	for _, name := range sortedMapKeys(parents) {
-		out = append(out, cohortGroup{name: name, parent: parents[name], queues: queues[name]})
-	}
-	return out
 }
 
 // under reports whether cohort is root or below it, through parents
@@ -250,13 +215,4 @@ func shareString(share *int64) string {
 		return "inf"
 	}
 	return strconv.FormatInt(*share, 10)
-}
-
-func sortedMapKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, strings.Compare)
-	return keys
 }

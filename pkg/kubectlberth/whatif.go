@@ -1,17 +1,18 @@
 package kubectlberth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"math"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/dashboard"
 	"github.com/berth-dev/berth/pkg/engine/cache"
 	"github.com/berth-dev/berth/pkg/engine/queue"
 	"github.com/berth-dev/berth/pkg/engine/resources"
@@ -64,7 +66,7 @@ func (o *options) whatIfCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := load(cmd.Context(), c, "", wl.Namespace)
+			cl, err := dashboard.Load(cmd.Context(), c, "", wl.Namespace)
 			if err != nil {
 				return err
 			}
@@ -126,7 +128,7 @@ func readManifest(file string) ([]byte, error) {
 // judge runs Berth's scheduler once on a snapshot of cl with wl queued
 // behind what already waits, and says what it decided about wl. The
 // applier records decisions and writes nothing.
-func judge(ctx context.Context, r client.Reader, cl *cluster, wl *berthv1alpha1.Workload) (WhatIf, error) {
+func judge(ctx context.Context, r client.Reader, cl *dashboard.Cluster, wl *berthv1alpha1.Workload) (WhatIf, error) {
 	wl = wl.DeepCopy()
 	wl.CreationTimestamp = metav1.NewTime(time.Now())
 	out := WhatIf{Flavors: map[string]map[string]string{}, Preempts: []Ref{}}
@@ -134,21 +136,21 @@ func judge(ctx context.Context, r client.Reader, cl *cluster, wl *berthv1alpha1.
 		out.Message = "It would not be queued: " + err.Error()
 		return out, nil
 	}
-	if cl.queuesUnknown {
+	if cl.QueuesUnknown {
 		return out, fmt.Errorf("not allowed to read ClusterQueues, flavors and cohorts, which what-if judges on")
 	}
-	p := cl.placementOf(wl)
-	if p.notQueued != "" {
-		out.Message = "It would not be queued: " + p.notQueued
+	p := cl.PlacementOf(wl)
+	if p.NotQueued != "" {
+		out.Message = "It would not be queued: " + p.NotQueued
 		return out, nil
 	}
-	out.ClusterQueue = p.clusterQueue
+	out.ClusterQueue = p.ClusterQueue
 	c, q := cache.New(), queue.NewManager()
-	note := cl.engineState(c, q)
-	if err := q.AddOrUpdateWorkload(wl, berthv1alpha1.ClusterQueueReference(p.clusterQueue)); err != nil {
+	note := engineState(cl, c, q)
+	if err := q.AddOrUpdateWorkload(wl, berthv1alpha1.ClusterQueueReference(p.ClusterQueue)); err != nil {
 		return out, err
 	}
-	before, _, _ := c.ClusterQueueUsage(berthv1alpha1.ClusterQueueReference(p.clusterQueue))
+	before, _, _ := c.ClusterQueueUsage(berthv1alpha1.ClusterQueueReference(p.ClusterQueue))
 	rec := &recorder{key: workload.Key(wl)}
 	scheduler.New(c, q, rec).Schedule(ctx)
 	switch {
@@ -161,8 +163,8 @@ func judge(ctx context.Context, r client.Reader, cl *cluster, wl *berthv1alpha1.
 			}
 			out.Flavors[psa.Name] = byRes
 		}
-		out.Borrows = borrows(cl.clusterQueues[p.clusterQueue], before, workload.AdmissionUsage(rec.admission))
-		out.Message = fmt.Sprintf("It would be admitted by ClusterQueue %s now", p.clusterQueue)
+		out.Borrows = borrows(cl.ClusterQueues[p.ClusterQueue], before, workload.AdmissionUsage(rec.admission))
+		out.Message = fmt.Sprintf("It would be admitted by ClusterQueue %s now", p.ClusterQueue)
 		if out.Borrows {
 			out.Message += ", borrowing from its cohort"
 		}
@@ -170,7 +172,7 @@ func judge(ctx context.Context, r client.Reader, cl *cluster, wl *berthv1alpha1.
 		out.Preempts = rec.preempts
 		out.Message = fmt.Sprintf("It would preempt %d workloads, and be admitted once they have stopped: %s", len(rec.preempts), rec.pending)
 	default:
-		out.Message = orElse(rec.pending, "It would wait: the scheduler did not reach it in one cycle")
+		out.Message = cmp.Or(rec.pending, "It would wait: the scheduler did not reach it in one cycle")
 	}
 	if note != "" {
 		out.Message += " (" + note + ")"
@@ -187,7 +189,7 @@ func resolvePriority(ctx context.Context, r client.Reader, wl *berthv1alpha1.Wor
 	}
 	wpc := &berthv1alpha1.WorkloadPriorityClass{}
 	if err := r.Get(ctx, types.NamespacedName{Name: class}, wpc); err != nil {
-		return fmt.Errorf("WorkloadPriorityClass %s: %w", class, readError(err))
+		return fmt.Errorf("WorkloadPriorityClass %s: %w", class, dashboard.ReadError(err))
 	}
 	wl.Spec.Priority = ptr.To(wpc.Value)
 	return nil
@@ -197,70 +199,30 @@ func resolvePriority(ctx context.Context, r client.Reader, wl *berthv1alpha1.Wor
 // cohort and queue, the quota held, and the workloads that wait. A user
 // who may read only one namespace's Workloads gets the quota held from the
 // ClusterQueues' status instead, and a note that says so.
-func (cl *cluster) engineState(c *cache.Cache, q *queue.Manager) string {
-	cl.loadQuotaTree(c)
-	for i := range cl.cohorts {
-		q.AddOrUpdateCohort(&cl.cohorts[i])
+func engineState(cl *dashboard.Cluster, c *cache.Cache, q *queue.Manager) string {
+	cl.LoadQuotaTree(c)
+	for i := range cl.Cohorts {
+		q.AddOrUpdateCohort(&cl.Cohorts[i])
 	}
-	for _, name := range sortedMapKeys(cl.clusterQueues) {
-		q.AddOrUpdateClusterQueue(cl.clusterQueues[name])
+	for _, name := range slices.Sorted(maps.Keys(cl.ClusterQueues)) {
+		q.AddOrUpdateClusterQueue(cl.ClusterQueues[name])
 	}
-	if !cl.allNamespaces {
-		cl.loadStatusUsage(c)
+	if !cl.AllNamespaces {
+		cl.LoadStatusUsage(c)
 		return "judged on the quota in use from the ClusterQueues' status: without the right to read every namespace's Workloads, what waits ahead and what could be preempted are not known"
 	}
-	for _, wl := range cl.workloads {
+	for _, wl := range cl.Workloads {
 		switch {
 		case workload.IsFinished(wl):
 		case workload.HasQuotaReservation(wl):
 			c.AddOrUpdateWorkload(wl)
 		default:
-			if p := cl.placementOf(wl); p.notQueued == "" {
-				_ = q.AddOrUpdateWorkload(wl, berthv1alpha1.ClusterQueueReference(p.clusterQueue))
+			if p := cl.PlacementOf(wl); p.NotQueued == "" {
+				_ = q.AddOrUpdateWorkload(wl, berthv1alpha1.ClusterQueueReference(p.ClusterQueue))
 			}
 		}
 	}
 	return ""
-}
-
-// loadQuotaTree loads cl's flavors, cohorts and ClusterQueues into c.
-func (cl *cluster) loadQuotaTree(c *cache.Cache) {
-	for i := range cl.flavors {
-		c.AddOrUpdateResourceFlavor(&cl.flavors[i])
-	}
-	for i := range cl.cohorts {
-		c.AddOrUpdateCohort(&cl.cohorts[i])
-	}
-	for _, name := range sortedMapKeys(cl.clusterQueues) {
-		c.AddOrUpdateClusterQueue(cl.clusterQueues[name])
-	}
-}
-
-// loadStatusUsage loads into c, for each ClusterQueue, the quota its status
-// says is in use.
-func (cl *cluster) loadStatusUsage(c *cache.Cache) {
-	for _, name := range sortedMapKeys(cl.clusterQueues) {
-		c.AddOrUpdateWorkload(statusUsage(cl.clusterQueues[name]))
-	}
-}
-
-// statusUsage is a stand-in Workload holding what a ClusterQueue's status
-// says is in use, at a priority nothing preempts.
-func statusUsage(cq *berthv1alpha1.ClusterQueue) *berthv1alpha1.Workload {
-	wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "", Name: "in-use-" + cq.Name}}
-	wl.Spec.Priority = ptr.To[int32](math.MaxInt32)
-	adm := &berthv1alpha1.Admission{ClusterQueue: berthv1alpha1.ClusterQueueReference(cq.Name)}
-	for _, fu := range cq.Status.FlavorsUsage {
-		psa := berthv1alpha1.PodSetAssignment{Name: string(fu.Name), Flavors: map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference{}, ResourceUsage: corev1.ResourceList{}}
-		for _, r := range fu.Resources {
-			psa.Flavors[r.Name] = fu.Name
-			psa.ResourceUsage[r.Name] = r.Total
-		}
-		adm.PodSetAssignments = append(adm.PodSetAssignments, psa)
-	}
-	wl.Status.Admission = adm
-	workload.SetCondition(wl, berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionTrue, berthv1alpha1.ReasonQuotaReserved, "")
-	return wl
 }
 
 // borrows reports whether adding u to the queue's usage before would put
@@ -326,9 +288,9 @@ func (r *recorder) SetPending(wl *berthv1alpha1.Workload, _, message string) {
 func whatIfTable(w io.Writer, out WhatIf) error {
 	row(w, "Admitted:", out.Admitted)
 	row(w, "ClusterQueue:", orDash(out.ClusterQueue))
-	for _, ps := range sortedMapKeys(out.Flavors) {
+	for _, ps := range slices.Sorted(maps.Keys(out.Flavors)) {
 		var parts []string
-		for _, res := range sortedKeys(out.Flavors[ps]) {
+		for _, res := range slices.Sorted(maps.Keys(out.Flavors[ps])) {
 			parts = append(parts, res+"="+out.Flavors[ps][res])
 		}
 		row(w, "Flavors of "+ps+":", strings.Join(parts, ", "))

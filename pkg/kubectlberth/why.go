@@ -1,9 +1,11 @@
 package kubectlberth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -16,7 +18,7 @@ import (
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
-	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/dashboard"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
@@ -72,7 +74,7 @@ func (o *options) whyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := load(cmd.Context(), c, "", ns)
+			cl, err := dashboard.Load(cmd.Context(), c, "", ns)
 			if err != nil {
 				return err
 			}
@@ -82,7 +84,7 @@ func (o *options) whyCommand() *cobra.Command {
 			}
 			if why.PositionInLocalQueue != nil {
 				// Queued: the controller's own order, when it serves it.
-				o.servedWhy(cmd.Context(), &why, ns, cl.queueNameOf(ns, name))
+				o.servedWhy(cmd.Context(), &why, ns, cl.QueueNameOf(ns, name))
 			}
 			return o.print(why, func(w io.Writer) error { return whyTable(w, why) })
 		},
@@ -137,7 +139,7 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 func groupWorkloadName(ctx context.Context, c client.Reader, ns, group string) (string, error) {
 	wls := &berthv1alpha1.WorkloadList{}
 	if err := c.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1alpha1.PodGroupNameLabel: group}); err != nil {
-		return "", readError(err)
+		return "", dashboard.ReadError(err)
 	}
 	for i := range wls.Items {
 		if wls.Items[i].DeletionTimestamp.IsZero() {
@@ -146,7 +148,7 @@ func groupWorkloadName(ctx context.Context, c client.Reader, ns, group string) (
 	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{berthv1alpha1.PodGroupNameLabel: group}); err != nil {
-		return "", readError(err)
+		return "", dashboard.ReadError(err)
 	}
 	total := "?"
 	for i := range pods.Items {
@@ -162,13 +164,13 @@ func notFound(err error, kind string, key types.NamespacedName) error {
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("%s %s not found in namespace %s", kind, key.Name, key.Namespace)
 	}
-	return readError(err)
+	return dashboard.ReadError(err)
 }
 
 // explain says where the Workload ns/name is and why.
-func explain(cl *cluster, ns, name string) (Why, error) {
+func explain(cl *dashboard.Cluster, ns, name string) (Why, error) {
 	var wl *berthv1alpha1.Workload
-	for _, w := range cl.workloads {
+	for _, w := range cl.Workloads {
 		if w.Namespace == ns && w.Name == name {
 			wl = w
 		}
@@ -178,41 +180,34 @@ func explain(cl *cluster, ns, name string) (Why, error) {
 	}
 	why := Why{Workload: name, Ahead: []Ahead{}}
 	why.State, why.Message = stateOf(cl, wl)
-	positions := cl.positions()
+	positions := cl.Positions()
 	p, queued := positions[workload.Key(wl)]
 	if !queued {
 		return why, nil
 	}
-	lq, cq := p.inLocalQueue, p.inClusterQueue
+	lq, cq := p.InLocalQueue, p.InClusterQueue
 	why.PositionInLocalQueue = &lq
 	if cq > 0 {
 		why.PositionInClusterQueue = &cq
 	}
 	for _, other := range positions {
-		if other.clusterQueue != p.clusterQueue || other.wl == wl || !isAhead(other, p) {
+		if other.ClusterQueue != p.ClusterQueue || other.Workload == wl || !isAhead(other, p) {
 			continue
 		}
-		why.Ahead = append(why.Ahead, Ahead{Namespace: other.wl.Namespace, Name: other.wl.Name, Priority: workload.Priority(other.wl), Requests: requestsOf(other.wl)})
+		why.Ahead = append(why.Ahead, Ahead{Namespace: other.Workload.Namespace, Name: other.Workload.Name, Priority: workload.Priority(other.Workload), Requests: dashboard.RequestsOf(other.Workload)})
 	}
 	slices.SortFunc(why.Ahead, func(a, b Ahead) int {
-		return positions[a.Namespace+"/"+a.Name].order() - positions[b.Namespace+"/"+b.Name].order()
+		return positions[a.Namespace+"/"+a.Name].Order() - positions[b.Namespace+"/"+b.Name].Order()
 	})
 	return why, nil
 }
 
 // isAhead reports whether a is tried before b in their ClusterQueue.
-func isAhead(a, b position) bool {
-	if a.inClusterQueue > 0 && b.inClusterQueue > 0 {
-		return a.inClusterQueue < b.inClusterQueue
+func isAhead(a, b dashboard.Position) bool {
+	if a.InClusterQueue > 0 && b.InClusterQueue > 0 {
+		return a.InClusterQueue < b.InClusterQueue
 	}
-	return a.wl.Namespace == b.wl.Namespace && a.wl.Spec.QueueName == b.wl.Spec.QueueName && a.inLocalQueue < b.inLocalQueue
-}
-
-func (p position) order() int {
-	if p.inClusterQueue > 0 {
-		return p.inClusterQueue
-	}
-	return p.inLocalQueue
+	return a.Workload.Namespace == b.Workload.Namespace && a.Workload.Spec.QueueName == b.Workload.Spec.QueueName && a.InLocalQueue < b.InLocalQueue
 }
 
 // stateName is the workload's state.
@@ -233,7 +228,7 @@ func stateName(wl *berthv1alpha1.Workload) string {
 }
 
 // stateOf is the workload's state and the message that explains it.
-func stateOf(cl *cluster, wl *berthv1alpha1.Workload) (string, string) {
+func stateOf(cl *dashboard.Cluster, wl *berthv1alpha1.Workload) (string, string) {
 	msgOf := func(typ string) string {
 		if c := workload.FindCondition(wl, typ); c != nil {
 			return c.Message
@@ -250,12 +245,12 @@ func stateOf(cl *cluster, wl *berthv1alpha1.Workload) (string, string) {
 	case StateAdmitted:
 		return state, msgOf(berthv1alpha1.WorkloadAdmitted)
 	case StateInactive:
-		return state, orElse(waitingMessage(wl), workload.DeactivatedMessage)
+		return state, cmp.Or(dashboard.WaitingMessage(wl), workload.DeactivatedMessage)
 	}
-	if p := cl.placementOf(wl); p.notQueued != "" {
-		return StatePending, orElse(waitingMessage(wl), p.notQueued)
+	if p := cl.PlacementOf(wl); p.NotQueued != "" {
+		return StatePending, cmp.Or(dashboard.WaitingMessage(wl), p.NotQueued)
 	}
-	return StatePending, orElse(waitingMessage(wl), "Waiting to be considered by the scheduler")
+	return StatePending, cmp.Or(dashboard.WaitingMessage(wl), "Waiting to be considered by the scheduler")
 }
 
 // checksMessage says which admission checks a workload holding quota
@@ -271,27 +266,6 @@ func checksMessage(wl *berthv1alpha1.Workload) string {
 	}
 	return fmt.Sprintf("Quota reserved in ClusterQueue %s; admitted once every admission check is Ready: %s",
 		wl.Status.Admission.ClusterQueue, strings.Join(parts, "; "))
-}
-
-func orElse(s, alt string) string {
-	if s != "" {
-		return s
-	}
-	return alt
-}
-
-// requestsOf is what the workload asks for in all, per resource.
-func requestsOf(wl *berthv1alpha1.Workload) map[string]string {
-	total := resources.Requests{}
-	for i := range wl.Spec.PodSets {
-		ps := &wl.Spec.PodSets[i]
-		total.Add(workload.PodRequests(&ps.Template.Spec).Scaled(int64(ps.Count)))
-	}
-	out := make(map[string]string, len(total))
-	for _, name := range total.Names() {
-		out[string(name)] = resources.Format(name, total[name])
-	}
-	return out
 }
 
 func whyTable(w io.Writer, why Why) error {
@@ -315,19 +289,10 @@ func whyTable(w io.Writer, why Why) error {
 	row(w, "  NAMESPACE", "NAME", "PRIORITY", "REQUESTS")
 	for _, a := range why.Ahead {
 		var req []string
-		for _, k := range sortedKeys(a.Requests) {
+		for _, k := range slices.Sorted(maps.Keys(a.Requests)) {
 			req = append(req, k+"="+a.Requests[k])
 		}
 		row(w, "  "+a.Namespace, a.Name, a.Priority, strings.Join(req, ","))
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

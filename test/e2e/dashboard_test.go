@@ -118,7 +118,7 @@ func TestDashboardFollowsTheCluster(t *testing.T) {
 	run("the overview lists the queue", 30*time.Second,
 		chromedp.Navigate(url),
 		chromedp.WaitVisible(fmt.Sprintf(`tr.queue[data-queue=%q]`, cq)),
-		chromedp.Click(fmt.Sprintf(`a[href="/cq/%s"]`, cq)),
+		chromedp.Click(fmt.Sprintf(`a[href="queue?name=%s"]`, cq)),
 		chromedp.WaitVisible(row),
 		chromedp.Text(row+" td.position", &position),
 		chromedp.Text(row+" td.message", &message),

@@ -1,4 +1,4 @@
-package kubectlberth
+package dashboard
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package kubectlberth
+package dashboard
 
 import (
 	"fmt"
@@ -86,17 +86,17 @@ func heldBy(wl *berthv1alpha1.Workload) *held {
 // livesIn is every Workload of ClusterQueue cq the plugin may read: those
 // admitted in it and those queued to it. All ClusterQueues' are read in
 // one pass over the Workloads, once per load of the cluster.
-func (cl *cluster) livesIn(cq string) []life {
+func (cl *Cluster) livesIn(cq string) []life {
 	cl.histories.once.Do(func() {
 		cl.histories.byCQ = map[string][]life{}
-		positions := cl.positions()
-		for _, wl := range cl.workloads {
+		positions := cl.Positions()
+		for _, wl := range cl.Workloads {
 			in := ""
 			if h := heldBy(wl); h != nil {
 				in = string(wl.Status.Admission.ClusterQueue)
 				cl.histories.byCQ[in] = append(cl.histories.byCQ[in], life{created: wl.CreationTimestamp.Time, admit: h})
 			} else if p, queued := positions[workload.Key(wl)]; queued {
-				cl.histories.byCQ[p.clusterQueue] = append(cl.histories.byCQ[p.clusterQueue], life{created: wl.CreationTimestamp.Time})
+				cl.histories.byCQ[p.ClusterQueue] = append(cl.histories.byCQ[p.ClusterQueue], life{created: wl.CreationTimestamp.Time})
 			}
 		}
 	})
@@ -117,7 +117,7 @@ type queueCharts struct {
 
 // chartsOf draws the charts of ClusterQueues cqs together (one, or a
 // cohort's) up to now.
-func chartsOf(cl *cluster, now time.Time, cqs ...*berthv1alpha1.ClusterQueue) queueCharts {
+func chartsOf(cl *Cluster, now time.Time, cqs ...*berthv1alpha1.ClusterQueue) queueCharts {
 	var lives []life
 	nominal := resources.Requests{}
 	for _, cq := range cqs {

@@ -1,4 +1,4 @@
-package kubectlberth
+package dashboard
 
 import (
 	"testing"
@@ -52,13 +52,13 @@ func TestBarsLent(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cl := &cluster{clusterQueues: map[string]*berthv1alpha1.ClusterQueue{}, cohorts: tc.cohorts}
+			cl := &Cluster{ClusterQueues: map[string]*berthv1alpha1.ClusterQueue{}, Cohorts: tc.cohorts}
 			for _, cq := range tc.queues {
-				cl.clusterQueues[cq.Name] = cq
+				cl.ClusterQueues[cq.Name] = cq
 			}
 			lent := cl.lent()
 			got := map[string]string{}
-			for name, cq := range cl.clusterQueues {
+			for name, cq := range cl.ClusterQueues {
 				for _, b := range bars(cq, lent) {
 					got[name] = b.Lent
 				}

@@ -1,7 +1,9 @@
-package kubectlberth
+package dashboard
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -27,7 +29,7 @@ const foldAt = 30
 // to one line), and the latest happenings.
 type overview struct {
 	Cohorts []cohortView
-	Feed    []happening
+	Feed    []Happening
 	Total   struct{ Queues, Pending, Admitted int }
 	Folded  bool
 	// LocalQueues stand in for the cohorts when the user may not read
@@ -75,7 +77,7 @@ type queuePage struct {
 	Bars     []bar
 	Pending  []pendingView
 	Admitted []admittedView
-	Feed     []happening
+	Feed     []Happening
 	// Page and Pages number the pages of the pending list, from 1.
 	Page, Pages   int
 	PendingTotal  int
@@ -99,8 +101,8 @@ type admittedView struct {
 	Priority                        int32
 }
 
-// happening is an admission, preemption or eviction, as the watch saw it.
-type happening struct {
+// Happening is an admission, preemption or eviction, as a watch saw it.
+type Happening struct {
 	At                        time.Time
 	Kind, Namespace, Name, CQ string
 	Detail                    string
@@ -109,12 +111,12 @@ type happening struct {
 // counts are the waiting and admitted workloads per ClusterQueue.
 type counts struct{ pending, admitted map[string]int }
 
-func countsOf(cl *cluster, positions map[string]position) counts {
+func countsOf(cl *Cluster, positions map[string]Position) counts {
 	c := counts{pending: map[string]int{}, admitted: map[string]int{}}
 	for _, p := range positions {
-		c.pending[p.clusterQueue]++
+		c.pending[p.ClusterQueue]++
 	}
-	for _, wl := range cl.workloads {
+	for _, wl := range cl.Workloads {
 		if admittedIn(wl) != "" {
 			c.admitted[admittedIn(wl)]++
 		}
@@ -131,18 +133,18 @@ func admittedIn(wl *berthv1alpha1.Workload) string {
 }
 
 // buildOverview renders the cluster into the first page.
-func buildOverview(cl *cluster, feed []happening) overview {
-	out := overview{Feed: feed, Folded: len(cl.clusterQueues) > foldAt}
-	positions := cl.positions()
+func buildOverview(cl *Cluster, feed []Happening) overview {
+	out := overview{Feed: feed, Folded: len(cl.ClusterQueues) > foldAt}
+	positions := cl.Positions()
 	n := countsOf(cl, positions)
-	if cl.queuesUnknown {
+	if cl.QueuesUnknown {
 		out.LocalQueues = localQueueViews(cl, positions)
 		return out
 	}
 	lent := cl.lent()
-	for _, g := range cl.byCohort() {
-		cv := cohortView{Name: g.name, Parent: g.parent, QueueCount: len(g.queues)}
-		for _, cq := range g.queues {
+	for _, g := range cl.ByCohort() {
+		cv := cohortView{Name: g.Name, Parent: g.Parent, QueueCount: len(g.Queues)}
+		for _, cq := range g.Queues {
 			q := queueOf(cq, n, lent)
 			cv.Pending += q.Pending
 			cv.Admitted += q.Admitted
@@ -162,17 +164,17 @@ func buildOverview(cl *cluster, feed []happening) overview {
 }
 
 // buildCohortPage renders one cohort's ClusterQueues, page page of them.
-func buildCohortPage(cl *cluster, name string, page int) (cohortView, bool) {
-	for _, g := range cl.byCohort() {
-		if g.name != name {
+func buildCohortPage(cl *Cluster, name string, page int) (cohortView, bool) {
+	for _, g := range cl.ByCohort() {
+		if g.Name != name {
 			continue
 		}
-		n, lent := countsOf(cl, cl.positions()), cl.lent()
-		cv := cohortView{Name: g.name, Parent: g.parent, QueueCount: len(g.queues)}
-		cv.Pages, cv.Page = pages(len(g.queues), page)
-		charts := chartsOf(cl, cl.now, g.queues...)
+		n, lent := countsOf(cl, cl.Positions()), cl.lent()
+		cv := cohortView{Name: g.Name, Parent: g.Parent, QueueCount: len(g.Queues)}
+		cv.Pages, cv.Page = pages(len(g.Queues), page)
+		charts := chartsOf(cl, cl.Now, g.Queues...)
 		cv.Charts = &charts
-		for i, cq := range g.queues {
+		for i, cq := range g.Queues {
 			q := queueOf(cq, n, lent)
 			cv.Pending += q.Pending
 			cv.Admitted += q.Admitted
@@ -214,19 +216,19 @@ func borrowing(cq *berthv1alpha1.ClusterQueue) bool {
 	return false
 }
 
-func localQueueViews(cl *cluster, positions map[string]position) []localQueueView {
+func localQueueViews(cl *Cluster, positions map[string]Position) []localQueueView {
 	pending, admitted := map[string]int{}, map[string]int{}
 	for _, p := range positions {
-		pending[workload.LocalQueueKey(p.wl)]++
+		pending[workload.LocalQueueKey(p.Workload)]++
 	}
-	for _, wl := range cl.workloads {
+	for _, wl := range cl.Workloads {
 		if admittedIn(wl) != "" {
 			admitted[workload.LocalQueueKey(wl)]++
 		}
 	}
 	var out []localQueueView
-	for _, key := range sortedMapKeys(cl.localQueues) {
-		lq := cl.localQueues[key]
+	for _, key := range slices.Sorted(maps.Keys(cl.LocalQueues)) {
+		lq := cl.LocalQueues[key]
 		out = append(out, localQueueView{Namespace: lq.Namespace, Name: lq.Name, ClusterQueue: string(lq.Spec.ClusterQueue), Pending: pending[key], Admitted: admitted[key]})
 	}
 	return out
@@ -245,10 +247,10 @@ func findActive(cq *berthv1alpha1.ClusterQueue) *metav1.Condition {
 // other queues use, as the engine's quota tree spreads it
 // (cache.Snapshot.Lent), on the usage the ClusterQueues' status reports,
 // which the bars show.
-func (cl *cluster) lent() map[berthv1alpha1.ClusterQueueReference]resources.Usage {
+func (cl *Cluster) lent() map[berthv1alpha1.ClusterQueueReference]resources.Usage {
 	c := cache.New()
-	cl.loadQuotaTree(c)
-	cl.loadStatusUsage(c)
+	cl.LoadQuotaTree(c)
+	cl.LoadStatusUsage(c)
 	return c.Snapshot().Lent()
 }
 
@@ -292,31 +294,31 @@ func pct(v, whole int64) float64 { return float64(v) * 100 / float64(whole) }
 
 // buildQueuePage renders one ClusterQueue, page page of its waiting
 // workloads, and the happenings of its workloads in feed.
-func buildQueuePage(cl *cluster, name string, page int, feed []happening) queuePage {
-	cq := cl.clusterQueues[name]
+func buildQueuePage(cl *Cluster, name string, page int, feed []Happening) queuePage {
+	cq := cl.ClusterQueues[name]
 	out := queuePage{Name: name, Page: 1, Pages: 1}
 	if cq == nil {
 		return out
 	}
 	out.Known = true
 	out.Bars = bars(cq, cl.lent())
-	out.Charts = chartsOf(cl, cl.now, cq)
-	var waiting []position
-	for _, p := range cl.positions() {
-		if p.clusterQueue == name {
+	out.Charts = chartsOf(cl, cl.Now, cq)
+	var waiting []Position
+	for _, p := range cl.Positions() {
+		if p.ClusterQueue == name {
 			waiting = append(waiting, p)
 		}
 	}
-	slices.SortFunc(waiting, func(a, b position) int { return a.order() - b.order() })
+	slices.SortFunc(waiting, func(a, b Position) int { return a.Order() - b.Order() })
 	out.PendingTotal = len(waiting)
 	out.Pages, out.Page = pages(len(waiting), page)
 	for _, p := range waiting[(out.Page-1)*pageSize : min(out.Page*pageSize, len(waiting))] {
 		out.Pending = append(out.Pending, pendingView{
-			Position: p.order(), Namespace: p.wl.Namespace, Name: p.wl.Name, Priority: workload.Priority(p.wl),
-			Message: orElse(waitingMessage(p.wl), "Waiting to be considered"), Requests: requestsText(p.wl),
+			Position: p.Order(), Namespace: p.Workload.Namespace, Name: p.Workload.Name, Priority: workload.Priority(p.Workload),
+			Message: cmp.Or(WaitingMessage(p.Workload), "Waiting to be considered"), Requests: requestsText(p.Workload),
 		})
 	}
-	for _, wl := range cl.workloads {
+	for _, wl := range cl.Workloads {
 		if admittedIn(wl) != name {
 			continue
 		}
@@ -338,9 +340,9 @@ func buildQueuePage(cl *cluster, name string, page int, feed []happening) queueP
 }
 
 func requestsText(wl *berthv1alpha1.Workload) string {
-	req := requestsOf(wl)
+	req := RequestsOf(wl)
 	parts := make([]string, 0, len(req))
-	for _, k := range sortedKeys(req) {
+	for _, k := range slices.Sorted(maps.Keys(req)) {
 		parts = append(parts, k+"="+req[k])
 	}
 	return strings.Join(parts, " ")
@@ -353,12 +355,12 @@ func flavorsText(adm *berthv1alpha1.Admission) string {
 			seen[string(f)] = true
 		}
 	}
-	return strings.Join(sortedMapKeys(seen), ", ")
+	return strings.Join(slices.Sorted(maps.Keys(seen)), ", ")
 }
 
 // happeningsOf compares two versions of a Workload and says what happened
 // to it: admitted, preempted, evicted; none for other changes.
-func happeningsOf(old, cur *berthv1alpha1.Workload, at time.Time) []happening {
+func HappeningsOf(old, cur *berthv1alpha1.Workload, at time.Time) []Happening {
 	turned := func(typ string) *metav1.Condition {
 		c := workload.FindCondition(cur, typ)
 		if c == nil || c.Status != metav1.ConditionTrue {
@@ -371,7 +373,7 @@ func happeningsOf(old, cur *berthv1alpha1.Workload, at time.Time) []happening {
 		}
 		return c
 	}
-	var out []happening
+	var out []Happening
 	cq := ""
 	if cur.Status.Admission != nil {
 		cq = string(cur.Status.Admission.ClusterQueue)
@@ -379,12 +381,12 @@ func happeningsOf(old, cur *berthv1alpha1.Workload, at time.Time) []happening {
 		cq = string(old.Status.Admission.ClusterQueue)
 	}
 	if c := turned(berthv1alpha1.WorkloadAdmitted); c != nil {
-		out = append(out, happening{At: at, Kind: "admitted", Namespace: cur.Namespace, Name: cur.Name, CQ: cq, Detail: flavorsText(cur.Status.Admission)})
+		out = append(out, Happening{At: at, Kind: "admitted", Namespace: cur.Namespace, Name: cur.Name, CQ: cq, Detail: flavorsText(cur.Status.Admission)})
 	}
 	if c := turned(berthv1alpha1.WorkloadPreempted); c != nil {
-		out = append(out, happening{At: at, Kind: "preempted", Namespace: cur.Namespace, Name: cur.Name, CQ: cq, Detail: c.Message})
+		out = append(out, Happening{At: at, Kind: "preempted", Namespace: cur.Namespace, Name: cur.Name, CQ: cq, Detail: c.Message})
 	} else if c := turned(berthv1alpha1.WorkloadEvicted); c != nil {
-		out = append(out, happening{At: at, Kind: "evicted", Namespace: cur.Namespace, Name: cur.Name, CQ: cq, Detail: fmt.Sprintf("%s: %s", c.Reason, c.Message)})
+		out = append(out, Happening{At: at, Kind: "evicted", Namespace: cur.Namespace, Name: cur.Name, CQ: cq, Detail: fmt.Sprintf("%s: %s", c.Reason, c.Message)})
 	}
 	return out
 }

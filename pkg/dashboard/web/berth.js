@@ -16,7 +16,7 @@
       if (again) { again = false; refresh(); }
     });
   }
-  var updates = new EventSource('/updates');
+  var updates = new EventSource('updates');
   updates.onmessage = refresh;
   updates.onopen = function () { status.className = ''; };
   updates.onerror = function () { status.className = 'down'; };
