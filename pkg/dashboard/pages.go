@@ -33,25 +33,23 @@ type Source interface {
 // berth.js, updates): under an aggregated API each is one resource name
 // that the API server's RBAC can grant.
 type Pages struct {
-	src Source
-	// label is shown beside the title: the kubeconfig context, or where
-	// the pages are served from.
-	label string
 	pages *template.Template
 }
 
 // NewPages parses the templates.
-func NewPages(src Source, label string) (*Pages, error) {
+func NewPages() (*Pages, error) {
 	pages, err := template.New("").Funcs(template.FuncMap{"pager": pager}).ParseFS(web, "web/*.html")
 	if err != nil {
 		return nil, err
 	}
-	return &Pages{src: src, label: label, pages: pages}, nil
+	return &Pages{pages: pages}, nil
 }
 
-// Handler serves the pages at the root of its paths; mount it with
-// http.StripPrefix.
-func (p *Pages) Handler() http.Handler {
+// Handler serves the pages of src at the root of its paths (mount it with
+// http.StripPrefix), with label beside their title: the kubeconfig
+// context, or whose view they are.
+func (p *Pages) Handler(src Source, label string) http.Handler {
+	v := view{Pages: p, src: src, label: label}
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web, "web")
 	for _, file := range []string{"berth.css", "berth.js"} {
@@ -59,9 +57,9 @@ func (p *Pages) Handler() http.Handler {
 			http.ServeFileFS(w, r, static, file)
 		})
 	}
-	mux.HandleFunc("GET /updates", p.updates)
+	mux.HandleFunc("GET /updates", v.updates)
 	overview := func(w http.ResponseWriter, r *http.Request) {
-		p.render(w, r, func(cl *Cluster, feed []Happening) page {
+		v.render(w, r, func(cl *Cluster, feed []Happening) page {
 			return page{Title: "queues", Name: "overview", Data: buildOverview(cl, feed)}
 		})
 	}
@@ -69,14 +67,14 @@ func (p *Pages) Handler() http.Handler {
 	mux.HandleFunc("GET /overview", overview)
 	mux.HandleFunc("GET /cohort", func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Query().Get("name")
-		p.render(w, r, func(cl *Cluster, _ []Happening) page {
+		v.render(w, r, func(cl *Cluster, _ []Happening) page {
 			cv, _ := buildCohortPage(cl, name, pageNumber(r))
 			return page{Title: "cohort " + name, Name: "cohort", Data: cv}
 		})
 	})
 	mux.HandleFunc("GET /queue", func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Query().Get("name")
-		p.render(w, r, func(cl *Cluster, feed []Happening) page {
+		v.render(w, r, func(cl *Cluster, feed []Happening) page {
 			return page{Title: name, Name: "queue", Data: buildQueuePage(cl, name, pageNumber(r), feed)}
 		})
 	})
@@ -121,22 +119,29 @@ func pageNumber(r *http.Request) int {
 	return n
 }
 
+// view is the pages of one Source.
+type view struct {
+	*Pages
+	src   Source
+	label string
+}
+
 // render writes a page, or with ?fragment=1 only its content, which the
 // page's script swaps in when the cluster changes.
-func (p *Pages) render(w http.ResponseWriter, r *http.Request, build func(*Cluster, []Happening) page) {
-	cl, feed, err := p.src.Snapshot(r.Context())
+func (v view) render(w http.ResponseWriter, r *http.Request, build func(*Cluster, []Happening) page) {
+	cl, feed, err := v.src.Snapshot(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	pg := build(cl, feed)
-	pg.Context = p.label
+	pg.Context = v.label
 	name := "layout"
 	if r.URL.Query().Get("fragment") != "" {
 		name = "content"
 	}
 	var b bytes.Buffer
-	if err := p.pages.ExecuteTemplate(&b, name, pg); err != nil {
+	if err := v.pages.ExecuteTemplate(&b, name, pg); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -147,13 +152,13 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, build func(*Clust
 
 // updates is a stream of server-sent events, one each time the cluster
 // changed.
-func (p *Pages) updates(w http.ResponseWriter, r *http.Request) {
+func (v view) updates(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	changed, cancel := p.src.Subscribe()
+	changed, cancel := v.src.Subscribe()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

@@ -39,7 +39,7 @@ type localDashboard struct {
 const cookie = "berth-dashboard"
 
 func newDashboard(src dashboard.Source, kubeContext string, port int) (*localDashboard, error) {
-	pages, err := dashboard.NewPages(src, kubeContext)
+	pages, err := dashboard.NewPages()
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func newDashboard(src dashboard.Source, kubeContext string, port int) (*localDas
 	if _, err := rand.Read(token); err != nil {
 		return nil, err
 	}
-	return &localDashboard{pages: pages.Handler(), hosts: hosts, token: hex.EncodeToString(token)}, nil
+	return &localDashboard{pages: pages.Handler(src, kubeContext), hosts: hosts, token: hex.EncodeToString(token)}, nil
 }
 
 func (d *localDashboard) handler() http.Handler {

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,33 +15,6 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/dashboard"
 )
-
-const (
-	// feedLength is how many happenings the dashboard keeps.
-	feedLength = 100
-	// coalesce is how long changes gather before the pages are told: a
-	// drain of thousands of workloads is a few refreshes, not thousands.
-	coalesce = 500 * time.Millisecond
-)
-
-// watched is the dashboard's source: informers on what the user may read,
-// through the user's own credentials, one watch per kind. The pages read
-// the informers' stores, so a page costs no request to the API server.
-type watched struct {
-	reader client.Reader
-	// ns is the namespace of the command: what it watches of the kinds the
-	// user may not read in every namespace.
-	ns          string
-	mu          sync.Mutex
-	feed        []dashboard.Happening
-	subscribers map[chan struct{}]struct{}
-	// generation counts the changes; told is the last one the subscribers
-	// were told of.
-	generation, told uint64
-	// snap is the cluster read from the stores at generation snapGen.
-	snap    *dashboard.Cluster
-	snapGen uint64
-}
 
 // kinds are what the dashboard watches, each with an object of its kind
 // and whether it is namespaced.
@@ -62,11 +32,14 @@ var kinds = []struct {
 	{&berthv1alpha1.WorkloadList{}, &berthv1alpha1.Workload{}, true, "Workloads"},
 }
 
-// watch starts the informers and waits until they have read the cluster.
+// watch starts informers on what the user may read, through the user's
+// own credentials, one watch per kind, and waits until they have read the
+// cluster. The pages read the informers' stores, so a page costs no
+// request to the API server.
 // A kind the user may not list cluster-wide is watched in the command's
 // namespace; one the user may not list at all is not watched, and reads
 // of it answer Forbidden, as the API server would.
-func (o *options) watch(ctx context.Context) (*watched, error) {
+func (o *options) watch(ctx context.Context) (*dashboard.Live, error) {
 	cfg, err := o.flags.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -83,7 +56,7 @@ func (o *options) watch(ctx context.Context) (*watched, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &watched{ns: ns, subscribers: map[chan struct{}]struct{}{}}
+	feed := dashboard.NewFeed()
 	opts := cache.Options{
 		Scheme: scheme, ByObject: map[client.Object]cache.ByObject{},
 		DefaultTransform:             cache.TransformStripManagedFields(),
@@ -118,7 +91,7 @@ func (o *options) watch(ctx context.Context) (*watched, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := inf.AddEventHandler(w.handler(k.obj)); err != nil {
+		if _, err := inf.AddEventHandler(feed.Handler(k.obj)); err != nil {
 			return nil, err
 		}
 	}
@@ -126,9 +99,8 @@ func (o *options) watch(ctx context.Context) (*watched, error) {
 	if !informers.WaitForCacheSync(ctx) {
 		return nil, fmt.Errorf("the watches did not start: %w", context.Cause(ctx))
 	}
-	w.reader = permitted{Reader: informers, scopes: scopes}
-	go w.tell(ctx)
-	return w, nil
+	go feed.Run(ctx)
+	return feed.Source(permitted{Reader: informers, scopes: scopes}, "", ns), nil
 }
 
 // readable finds where the user may list a kind: everywhere (""), only in
@@ -169,87 +141,4 @@ func (p permitted) List(ctx context.Context, list client.ObjectList, opts ...cli
 		return apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("not watched: %T", list))
 	}
 	return p.Reader.List(ctx, list, opts...)
-}
-
-func (w *watched) handler(obj client.Object) toolscache.ResourceEventHandler {
-	funcs := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.changed(nil) },
-		UpdateFunc: func(any, any) { w.changed(nil) },
-		DeleteFunc: func(any) { w.changed(nil) },
-	}
-	if _, ok := obj.(*berthv1alpha1.Workload); ok {
-		funcs.UpdateFunc = func(old, cur any) {
-			o, ok1 := old.(*berthv1alpha1.Workload)
-			c, ok2 := cur.(*berthv1alpha1.Workload)
-			if ok1 && ok2 {
-				w.changed(dashboard.HappeningsOf(o, c, time.Now()))
-			}
-		}
-	}
-	return funcs
-}
-
-// changed notes a change and what happened, newest first.
-func (w *watched) changed(happened []dashboard.Happening) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.generation++
-	for _, h := range happened {
-		w.feed = append([]dashboard.Happening{h}, w.feed[:min(len(w.feed), feedLength-1)]...)
-	}
-}
-
-// tell tells the subscribers of the changes, at most once per coalesce.
-func (w *watched) tell(ctx context.Context) {
-	tick := time.NewTicker(coalesce)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		w.mu.Lock()
-		if w.told != w.generation {
-			w.told = w.generation
-			for ch := range w.subscribers {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
-			}
-		}
-		w.mu.Unlock()
-	}
-}
-
-func (w *watched) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.subscribers[ch] = struct{}{}
-	return ch, func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(w.subscribers, ch)
-	}
-}
-
-func (w *watched) Snapshot(ctx context.Context) (*dashboard.Cluster, []dashboard.Happening, error) {
-	w.mu.Lock()
-	snap, feed, generation, fresh := w.snap, w.feed, w.generation, w.snapGen == w.generation
-	w.mu.Unlock()
-	if snap != nil && fresh {
-		return snap, feed, nil
-	}
-	snap, err := dashboard.Load(ctx, w.reader, "", w.ns)
-	if err != nil {
-		return nil, nil, err
-	}
-	w.mu.Lock()
-	if w.generation == generation {
-		w.snap, w.snapGen = snap, generation
-	}
-	w.mu.Unlock()
-	return snap, feed, nil
 }
