@@ -11,10 +11,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/dashboard"
 	"github.com/berth-dev/berth/pkg/engine/queue"
 	"github.com/berth-dev/berth/pkg/visibility"
 )
@@ -80,8 +82,16 @@ func setupVisibility(mgr ctrl.Manager, queues *queue.Manager, opts VisibilityOpt
 		}
 		return lq.Spec.ClusterQueue, nil
 	}
+	feed := dashboard.NewFeed()
+	dash, err := visibility.NewDashboard(mgr.GetCache(), feed)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(everyReplica(func(ctx context.Context) error { return followForDashboard(ctx, mgr.GetCache(), feed) })); err != nil {
+		return err
+	}
 	if err := mgr.Add(&visibility.Server{
-		Addr: opts.BindAddress, Handler: visibility.NewHandler(queues, localQueueOf, leads), Kube: coreOnly{core: core}, GetCertificate: getCert,
+		Addr: opts.BindAddress, Handler: visibility.NewHandler(queues, localQueueOf, leads, dash), Kube: coreOnly{core: core}, GetCertificate: getCert,
 	}); err != nil {
 		return err
 	}
@@ -90,6 +100,35 @@ func setupVisibility(mgr ctrl.Manager, queues *queue.Manager, opts VisibilityOpt
 		Address: opts.AdvertiseAddress, Port: int32(port),
 	})
 }
+
+// followForDashboard has feed hear the informers of what the dashboard
+// shows, and tells its pages of the changes until ctx ends. It runs on
+// every replica: the cache is every replica's.
+func followForDashboard(ctx context.Context, informers cache.Informers, feed *dashboard.Feed) error {
+	for _, obj := range []client.Object{
+		&berthv1alpha1.ClusterQueue{}, &berthv1alpha1.LocalQueue{}, &berthv1alpha1.Cohort{},
+		&berthv1alpha1.ResourceFlavor{}, &berthv1alpha1.Workload{},
+	} {
+		inf, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(feed.Handler(obj)); err != nil {
+			return err
+		}
+	}
+	feed.Run(ctx)
+	return nil
+}
+
+// everyReplica is a runnable that runs whether or not the replica leads.
+type everyReplica func(context.Context) error
+
+// Start runs it.
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection is false.
+func (f everyReplica) NeedLeaderElection() bool { return false }
 
 // coreOnly is a kubernetes.Interface with the core API group only, all
 // that the front-proxy configuration's readers use (its ConfigMap). A

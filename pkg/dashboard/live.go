@@ -23,8 +23,12 @@ const (
 // changes, the latest happenings, and the pages that follow them, told at
 // most once per coalesce.
 type Feed struct {
-	mu          sync.Mutex
-	happenings  []Happening
+	mu sync.Mutex
+	// ring holds the latest happenings, the newest at next-1: the
+	// controller's informers report to a Feed, and an admission costs a
+	// copy of one, not of the whole feed.
+	ring        [feedLength]Happening
+	next, held  int
 	subscribers map[chan struct{}]struct{}
 	// generation counts the changes; told is the last one the subscribers
 	// were told of.
@@ -62,8 +66,24 @@ func (f *Feed) changed(happened []Happening) {
 	defer f.mu.Unlock()
 	f.generation++
 	for _, h := range happened {
-		f.happenings = append([]Happening{h}, f.happenings[:min(len(f.happenings), feedLength-1)]...)
+		f.ring[f.next] = h
+		f.next = (f.next + 1) % feedLength
+		f.held = min(f.held+1, feedLength)
 	}
+}
+
+// happenings are those of namespace ns ("" for all), newest first, and
+// the generation they are of.
+func (f *Feed) happenings(ns string) ([]Happening, uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Happening
+	for i := 1; i <= f.held; i++ {
+		if h := f.ring[(f.next-i+feedLength)%feedLength]; ns == "" || h.Namespace == ns {
+			out = append(out, h)
+		}
+	}
+	return out, f.generation
 }
 
 // Run tells the subscribers of the changes, at most once per coalesce,
@@ -130,12 +150,7 @@ func (l *Live) Subscribe() (<-chan struct{}, func()) { return l.feed.subscribe()
 // Snapshot is the cluster as the stores hold it, and the happenings in
 // the namespace read.
 func (l *Live) Snapshot(ctx context.Context) (*Cluster, []Happening, error) {
-	l.feed.mu.Lock()
-	feed, generation := l.feed.happenings, l.feed.generation
-	l.feed.mu.Unlock()
-	if l.namespace != "" {
-		feed = inNamespace(feed, l.namespace)
-	}
+	feed, generation := l.feed.happenings(l.namespace)
 	l.mu.Lock()
 	snap, fresh := l.snap, l.snapGen == generation
 	l.mu.Unlock()
@@ -150,14 +165,4 @@ func (l *Live) Snapshot(ctx context.Context) (*Cluster, []Happening, error) {
 	l.snap, l.snapGen = snap, generation
 	l.mu.Unlock()
 	return snap, feed, nil
-}
-
-func inNamespace(feed []Happening, ns string) []Happening {
-	var out []Happening
-	for _, h := range feed {
-		if h.Namespace == ns {
-			out = append(out, h)
-		}
-	}
-	return out
 }

@@ -83,6 +83,10 @@ type queuePage struct {
 	PendingTotal  int
 	AdmittedTotal int
 	Known         bool
+	// OwnOnly is set when the reader may not read ClusterQueues: the page
+	// lists the workloads of the LocalQueues it may read, without the
+	// queue's quota and charts.
+	OwnOnly bool
 	// Charts are its usage and its waiting workloads over time.
 	Charts queueCharts
 }
@@ -296,13 +300,15 @@ func pct(v, whole int64) float64 { return float64(v) * 100 / float64(whole) }
 // workloads, and the happenings of its workloads in feed.
 func buildQueuePage(cl *Cluster, name string, page int, feed []Happening) queuePage {
 	cq := cl.ClusterQueues[name]
-	out := queuePage{Name: name, Page: 1, Pages: 1}
-	if cq == nil {
+	out := queuePage{Name: name, Page: 1, Pages: 1, OwnOnly: cl.QueuesUnknown}
+	switch {
+	case cq != nil:
+		out.Bars = bars(cq, cl.lent())
+		out.Charts = chartsOf(cl, cl.Now, cq)
+	case !cl.QueuesUnknown || !cl.submitsTo(name):
 		return out
 	}
 	out.Known = true
-	out.Bars = bars(cq, cl.lent())
-	out.Charts = chartsOf(cl, cl.Now, cq)
 	var waiting []Position
 	for _, p := range cl.Positions() {
 		if p.ClusterQueue == name {
@@ -337,6 +343,16 @@ func buildQueuePage(cl *Cluster, name string, page int, feed []Happening) queueP
 		}
 	}
 	return out
+}
+
+// submitsTo reports whether a LocalQueue read submits to ClusterQueue cq.
+func (cl *Cluster) submitsTo(cq string) bool {
+	for _, lq := range cl.LocalQueues {
+		if string(lq.Spec.ClusterQueue) == cq {
+			return true
+		}
+	}
+	return false
 }
 
 func requestsText(wl *berthv1alpha1.Workload) string {

@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -67,5 +69,33 @@ func TestBarsLent(t *testing.T) {
 				t.Errorf("lent (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestQueuePageOfANamespaceReader: a reader who may not read ClusterQueues
+// (berth-batch-user) sees, on the page of the ClusterQueue its LocalQueue
+// submits to, its own workloads numbered in the LocalQueue, without the
+// queue's quota; a ClusterQueue none of its LocalQueues names stays
+// unknown.
+func TestQueuePageOfANamespaceReader(t *testing.T) {
+	cl := &Cluster{
+		QueuesUnknown: true, Now: utiltesting.BaseTime,
+		LocalQueues: map[string]*berthv1alpha1.LocalQueue{"team-c/main": utiltesting.MakeLocalQueue("main", "team-c", "gpu")},
+	}
+	for i, name := range []string{"first", "second"} {
+		wl := utiltesting.MakeWorkload(name, "team-c").Queue("main").Request(1, "cpu", "1").Obj()
+		wl.CreationTimestamp.Time = utiltesting.BaseTime.Add(time.Duration(i) * time.Second)
+		cl.Workloads = append(cl.Workloads, wl)
+	}
+	p := buildQueuePage(cl, "gpu", 1, nil)
+	var got []string
+	for _, w := range p.Pending {
+		got = append(got, fmt.Sprintf("%d %s", w.Position, w.Name))
+	}
+	if !p.Known || !p.OwnOnly || len(p.Bars) != 0 || !cmp.Equal(got, []string{"1 first", "2 second"}) {
+		t.Errorf("known %v, own only %v, bars %v, pending %v; want known, own only, no bars, first then second", p.Known, p.OwnOnly, p.Bars, got)
+	}
+	if other := buildQueuePage(cl, "cpu", 1, nil); other.Known {
+		t.Error("a ClusterQueue no LocalQueue read submits to is shown")
 	}
 }

@@ -202,7 +202,7 @@ func TestDashboardFoldsAndPages(t *testing.T) {
 	if n := strings.Count(body, `class="pending-workload"`); n != 49 {
 		t.Errorf("page 2 of cq-0001 shows %d workloads, want 49", n)
 	}
-	if !strings.Contains(body, `class="num position">51</td>`) || !strings.Contains(body, `<a href="?page=1">previous</a>`) {
+	if !strings.Contains(body, `class="num position">51</td>`) || !strings.Contains(body, `<a href="?name=cq-0001&amp;page=1">previous</a>`) {
 		t.Errorf("page 2 does not go on from 51 or link back:\n%s", body)
 	}
 }

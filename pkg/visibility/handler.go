@@ -29,11 +29,12 @@ type LocalQueueOf func(ctx context.Context, namespace, name string) (berthv1alph
 
 var groupVersion = visibilityv1alpha1.GroupVersion.String()
 
-// NewHandler serves the API's discovery and its two reads from queues.
-// ready reports whether this replica's queues are the scheduler's (it
-// leads); a replica that does not answers 503, so that a caller never
-// reads an empty queue that is not.
-func NewHandler(queues Queues, localQueueOf LocalQueueOf, ready func() bool) http.Handler {
+// NewHandler serves the API's discovery and its two reads from queues,
+// and the dashboard's pages when dash is not nil. ready reports whether
+// this replica's queues are the scheduler's (it leads); a replica that
+// does not answers 503, so that a caller never reads an empty queue that
+// is not. The dashboard reads the cache, which every replica holds.
+func NewHandler(queues Queues, localQueueOf LocalQueueOf, ready func() bool, dash *Dashboard) http.Handler {
 	h := &handler{queues: queues, localQueueOf: localQueueOf, ready: ready}
 	mux := http.NewServeMux()
 	prefix := "/apis/" + groupVersion
@@ -42,6 +43,9 @@ func NewHandler(queues Queues, localQueueOf LocalQueueOf, ready func() bool) htt
 	mux.HandleFunc("GET "+prefix, h.resources)
 	mux.HandleFunc("GET "+prefix+"/clusterqueues/{name}/pendingworkloads", h.clusterQueue)
 	mux.HandleFunc("GET "+prefix+"/namespaces/{namespace}/localqueues/{name}/pendingworkloads", h.localQueue)
+	if dash != nil {
+		dash.register(mux, prefix)
+	}
 	return mux
 }
 

@@ -74,7 +74,7 @@ func rows(s *visibilityv1alpha1.PendingWorkloadsSummary) []row {
 }
 
 func TestPendingWorkloads(t *testing.T) {
-	h := NewHandler(queues(t), localQueueOf, func() bool { return true })
+	h := NewHandler(queues(t), localQueueOf, func() bool { return true }, nil)
 	prefix := "/apis/visibility.berth.dev/v1alpha1"
 	cases := map[string]struct {
 		path           string
@@ -145,7 +145,7 @@ func TestPendingWorkloadsRefusals(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := NewHandler(queues(t), localQueueOf, func() bool { return tc.leads })
+			h := NewHandler(queues(t), localQueueOf, func() bool { return tc.leads }, nil)
 			st := &metav1.Status{}
 			if code := get(t, h, tc.path, st); code != tc.wantCode || int(st.Code) != tc.wantCode {
 				t.Errorf("code %d (status %d), want %d", code, st.Code, tc.wantCode)
@@ -162,7 +162,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // TestDiscovery: kubectl and the API server's aggregator find the two
 // subresources, read-only.
 func TestDiscovery(t *testing.T) {
-	h := NewHandler(queues(t), localQueueOf, func() bool { return true })
+	h := NewHandler(queues(t), localQueueOf, func() bool { return true }, nil)
 	list := &metav1.APIResourceList{}
 	if code := get(t, h, "/apis/visibility.berth.dev/v1alpha1", list); code != 200 {
 		t.Fatalf("code %d", code)
@@ -193,7 +193,7 @@ func BenchmarkFirstPage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	h := NewHandler(m, localQueueOf, func() bool { return true })
+	h := NewHandler(m, localQueueOf, func() bool { return true }, nil)
 	for _, path := range []string{
 		"/apis/visibility.berth.dev/v1alpha1/clusterqueues/gpu/pendingworkloads?limit=100",
 		"/apis/visibility.berth.dev/v1alpha1/namespaces/ns7/localqueues/main/pendingworkloads?limit=100",

@@ -18,8 +18,22 @@ import (
 // URL; the test's end stops it.
 func dashboard(t *testing.T) string {
 	t.Helper()
+	return serving(t, "Berth dashboard: ", "berth", "dashboard", "--port", "0")
+}
+
+// proxy starts kubectl proxy on a free port with args (--as USER) and
+// returns its URL; the test's end stops it.
+func proxy(t *testing.T, args ...string) string {
+	t.Helper()
+	return "http://" + serving(t, "Starting to serve on ", append([]string{"proxy", "--port", "0"}, args...)...)
+}
+
+// serving runs kubectl with args until the test ends, and returns the
+// first word after marker in its output: where it serves.
+func serving(t *testing.T, marker string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), "berth", "dashboard", "--port", "0", "--kubeconfig", kubeconfig)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), append(args, "--kubeconfig", kubeconfig)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +50,7 @@ func dashboard(t *testing.T) string {
 	go func() {
 		lines := bufio.NewScanner(out)
 		for lines.Scan() {
-			if _, url, ok := strings.Cut(lines.Text(), "Berth dashboard: "); ok {
+			if _, url, ok := strings.Cut(lines.Text(), marker); ok {
 				urls <- strings.Fields(url)[0]
 			}
 		}
@@ -45,7 +59,7 @@ func dashboard(t *testing.T) string {
 	case url := <-urls:
 		return url
 	case <-time.After(time.Minute):
-		t.Fatal("kubectl berth dashboard printed no URL in a minute")
+		t.Fatalf("kubectl %s printed no address in a minute", strings.Join(args, " "))
 		return ""
 	}
 }

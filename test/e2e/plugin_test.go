@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // berthPlugin runs kubectl berth, the plugin kubectl finds on PATH. A
@@ -217,5 +219,27 @@ func TestPluginReadsTheVisibilityAPIAsANamespaceUser(t *testing.T) {
 	out, err := berthPlugin(t.Context(), "why", "job/second", "-n", e.ns, "--as", user)
 	if err != nil || !strings.Contains(out, "2 in its LocalQueue, 2 in its ClusterQueue") {
 		t.Errorf("why job/second as %s: %v\n%s", user, err, out)
+	}
+
+	// The user opens the namespace's dashboard, served by the controller,
+	// through kubectl proxy: no plugin, one address.
+	url := proxy(t, "--as", user) + "/apis/visibility.berth.dev/v1alpha1/namespaces/" + e.ns + "/dashboard/overview"
+	ctx, cancel := context.WithTimeout(browser(t), time.Minute)
+	defer cancel()
+	second := fmt.Sprintf(`tr.pending-workload[data-workload=%q] td.position`, e.ns+"/"+e.workload(t.Context(), "second"))
+	var lqs, position string
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(url),
+		chromedp.Text(`table.localqueues`, &lqs),
+		chromedp.Navigate(strings.TrimSuffix(url, "overview")+"queue?name="+cq),
+		chromedp.Text(second, &position),
+	); err != nil {
+		t.Fatalf("the served dashboard at %s: %v", url, err)
+	}
+	if !strings.Contains(lqs, e.ns+"/main") || position != "2" {
+		t.Errorf("the served dashboard shows LocalQueues %q and the second job at %q; want %s/main and 2", lqs, position, e.ns)
+	}
+	if out, err := kubectl(t.Context(), "", "get", "--raw", "/apis/visibility.berth.dev/v1alpha1/dashboard/overview", "--as", user); err == nil || !strings.Contains(err.Error()+out, "forbidden") {
+		t.Errorf("the user read the cluster's dashboard: %v\n%s", err, out)
 	}
 }

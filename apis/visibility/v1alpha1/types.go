@@ -6,11 +6,14 @@ import (
 
 // Resource names of the API, for RBAC: get on clusterqueues/pendingworkloads
 // (cluster-wide) reads a ClusterQueue's; get on localqueues/pendingworkloads
-// in a namespace reads that namespace's LocalQueues'.
+// in a namespace reads that namespace's LocalQueues'. get on dashboard
+// reads the dashboard's pages (overview, queue, cohort, and their script,
+// style and updates), cluster-wide or of a namespace.
 const (
 	ClusterQueuesResource    = "clusterqueues"
 	LocalQueuesResource      = "localqueues"
 	PendingWorkloadsResource = "pendingworkloads"
+	DashboardResource        = "dashboard"
 )
 
 // Paging defaults: a request without limit gets DefaultLimit items, and
