@@ -1,6 +1,7 @@
 package visibility
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"strings"
@@ -81,6 +82,24 @@ func TestDashboardThroughTheAPIServer(t *testing.T) {
 	eventually(ctx, t, "an administrator reads the queue's page", has(server.Config, "dashboard/queue?name=dash",
 		[]string{`data-workload="team-c/c0"`, `data-workload="team-d/d0"`}))
 	eventually(ctx, t, "the page's script", has(server.Config, "dashboard/berth.js", []string{"EventSource('updates')"}))
+
+	// The live connection is told at once, through the API server.
+	eventually(ctx, t, "the updates stream", func() error {
+		dc, err := discovery.NewDiscoveryClientForConfig(server.Config)
+		if err != nil {
+			return err
+		}
+		stream, err := dc.RESTClient().Get().AbsPath(prefix + "dashboard/updates").Stream(ctx)
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		first, err := bufio.NewReader(stream).ReadString('\n')
+		if err != nil || first != "retry: 2000\n" {
+			return fmt.Errorf("the stream began with %q: %v", first, err)
+		}
+		return nil
+	})
 
 	carol := as("carol")
 	eventually(ctx, t, "carol reads team-c's overview", has(carol, "namespaces/team-c/dashboard/overview",
