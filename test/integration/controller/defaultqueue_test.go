@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -19,11 +21,19 @@ import (
 )
 
 // defaultQueueSetup is queueSetup with the namespace's LocalQueue named
-// default too.
+// default too, once the controller has seen it: the webhooks look for it
+// in the controller's cache, and a job created a moment after it may
+// still miss it (unlabelled.go's defaultQueueExists says so).
 func defaultQueueSetup(t *testing.T) string {
 	t.Helper()
 	ns, cq := queueSetup(t, "4", nil)
 	mustCreate(t, utiltesting.MakeLocalQueue(berthv1alpha1.DefaultLocalQueueName, ns, cq))
+	waitForLocalQueue(t, ns, berthv1alpha1.DefaultLocalQueueName, func(lq *berthv1alpha1.LocalQueue) error {
+		if !meta.IsStatusConditionTrue(lq.Status.Conditions, berthv1alpha1.ConditionActive) {
+			return fmt.Errorf("not active yet: %v", lq.Status.Conditions)
+		}
+		return nil
+	})
 	return ns
 }
 
