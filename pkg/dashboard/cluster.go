@@ -109,7 +109,7 @@ func ListIn(ctx context.Context, c client.Reader, namespace string, lists ...cli
 	return nil
 }
 
-// readError says in one line what the user may not read.
+// ReadError says in one line what the user may not read.
 func ReadError(err error) error {
 	if apierrors.IsForbidden(err) {
 		return fmt.Errorf("not allowed: %w", err)
@@ -221,7 +221,7 @@ func (cl *Cluster) sort(cq string, infos []*workload.Info) {
 	})
 }
 
-// waitingMessage is why a pending workload waits: its own condition, or
+// WaitingMessage is why a pending workload waits: its own condition, or
 // why it is not queued at all.
 func WaitingMessage(wl *berthv1alpha1.Workload) string {
 	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {

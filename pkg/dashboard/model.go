@@ -374,7 +374,7 @@ func flavorsText(adm *berthv1alpha1.Admission) string {
 	return strings.Join(slices.Sorted(maps.Keys(seen)), ", ")
 }
 
-// happeningsOf compares two versions of a Workload and says what happened
+// HappeningsOf compares two versions of a Workload and says what happened
 // to it: admitted, preempted, evicted; none for other changes.
 func HappeningsOf(old, cur *berthv1alpha1.Workload, at time.Time) []Happening {
 	turned := func(typ string) *metav1.Condition {
