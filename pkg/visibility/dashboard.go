@@ -18,13 +18,13 @@ import (
 // controller's cache, read-only, under the API, so that a team opens one
 // address through kubectl proxy instead of running the plugin:
 //
-//	/apis/visibility.berth.dev/v1alpha1/dashboard/overview
+//	/apis/visibility.berth.dev/v1alpha1/clusterdashboard/overview
 //	/apis/visibility.berth.dev/v1alpha1/namespaces/NS/dashboard/overview
 //
-// Each page is a name of the resource dashboard, so the API server's RBAC
-// decides who reads them before it proxies the request: get on dashboard
-// cluster-wide shows every queue, as the plugin shows them to a cluster
-// reader; in a namespace it shows that namespace's LocalQueues and
+// Each page is a name of a resource, so the API server's RBAC decides who
+// reads them before it proxies the request: get on clusterdashboard shows
+// every queue, as the plugin shows them to a cluster reader; get on
+// dashboard in a namespace shows that namespace's LocalQueues and
 // Workloads only, as the plugin shows them to berth-batch-user, who may
 // not read ClusterQueues.
 type Dashboard struct {
@@ -49,13 +49,16 @@ func NewDashboard(reader client.Reader, feed *dashboard.Feed) (*Dashboard, error
 	return &Dashboard{pages: pages, feed: feed, reader: reader, cluster: feed.Source(reader, "", "")}, nil
 }
 
-// dashboardPath is where the cluster-wide pages are served; a
-// namespace's are under namespaces/NS/ of the group version.
-const dashboardPath = "/" + visibilityv1alpha1.DashboardResource
+// The paths of the cluster-wide pages, and of a namespace's under
+// namespaces/NS/ of the group version.
+const (
+	clusterDashboardPath = "/" + visibilityv1alpha1.ClusterDashboardResource
+	dashboardPath        = "/" + visibilityv1alpha1.DashboardResource
+)
 
 func (d *Dashboard) register(mux *http.ServeMux, prefix string) {
-	clusterWide := http.StripPrefix(prefix+dashboardPath, d.pages.Handler(d.cluster, "served by the Berth controller"))
-	mux.Handle("GET "+prefix+dashboardPath+"/{page}", clusterWide)
+	clusterWide := http.StripPrefix(prefix+clusterDashboardPath, d.pages.Handler(d.cluster, "served by the Berth controller"))
+	mux.Handle("GET "+prefix+clusterDashboardPath+"/{page}", clusterWide)
 	mux.HandleFunc("GET "+prefix+"/namespaces/{namespace}"+dashboardPath+"/{page}", func(w http.ResponseWriter, r *http.Request) {
 		ns := r.PathValue("namespace")
 		src := d.feed.Source(inNamespace{Reader: d.reader, namespace: ns}, ns, "")

@@ -239,7 +239,7 @@ func TestPluginReadsTheVisibilityAPIAsANamespaceUser(t *testing.T) {
 	if !strings.Contains(lqs, e.ns+"/main") || position != "2" {
 		t.Errorf("the served dashboard shows LocalQueues %q and the second job at %q; want %s/main and 2", lqs, position, e.ns)
 	}
-	if out, err := kubectl(t.Context(), "", "get", "--raw", "/apis/visibility.berth.dev/v1alpha1/dashboard/overview", "--as", user); err == nil || !strings.Contains(err.Error()+out, "forbidden") {
+	if out, err := kubectl(t.Context(), "", "get", "--raw", "/apis/visibility.berth.dev/v1alpha1/clusterdashboard/overview", "--as", user); err == nil || !strings.Contains(err.Error()+out, "forbidden") {
 		t.Errorf("the user read the cluster's dashboard: %v\n%s", err, out)
 	}
 }

@@ -6,14 +6,17 @@ import (
 
 // Resource names of the API, for RBAC: get on clusterqueues/pendingworkloads
 // (cluster-wide) reads a ClusterQueue's; get on localqueues/pendingworkloads
-// in a namespace reads that namespace's LocalQueues'. get on dashboard
-// reads the dashboard's pages (overview, queue, cohort, and their script,
-// style and updates), cluster-wide or of a namespace.
+// in a namespace reads that namespace's LocalQueues'. get on
+// clusterdashboard reads the dashboard's pages of every queue (overview,
+// queue, cohort, and their script, style and updates); get on dashboard in
+// a namespace, that namespace's pages. Two resources, so that a namespace
+// role bound cluster-wide (view) grants no view of the ClusterQueues.
 const (
 	ClusterQueuesResource    = "clusterqueues"
 	LocalQueuesResource      = "localqueues"
 	PendingWorkloadsResource = "pendingworkloads"
 	DashboardResource        = "dashboard"
+	ClusterDashboardResource = "clusterdashboard"
 )
 
 // Paging defaults: a request without limit gets DefaultLimit items, and

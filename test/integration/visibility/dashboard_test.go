@@ -77,11 +77,11 @@ func TestDashboardThroughTheAPIServer(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(ctx, t, "an administrator reads the overview", has(server.Config, "dashboard/overview",
+	eventually(ctx, t, "an administrator reads the overview", has(server.Config, "clusterdashboard/overview",
 		[]string{`data-queue="dash"`, `<link rel="stylesheet" href="berth.css">`, "served by the Berth controller"}))
-	eventually(ctx, t, "an administrator reads the queue's page", has(server.Config, "dashboard/queue?name=dash",
+	eventually(ctx, t, "an administrator reads the queue's page", has(server.Config, "clusterdashboard/queue?name=dash",
 		[]string{`data-workload="team-c/c0"`, `data-workload="team-d/d0"`}))
-	eventually(ctx, t, "the page's script", has(server.Config, "dashboard/berth.js", []string{"EventSource('updates')"}))
+	eventually(ctx, t, "the page's script", has(server.Config, "clusterdashboard/berth.js", []string{"EventSource('updates')"}))
 
 	// The live connection is told at once, through the API server.
 	eventually(ctx, t, "the updates stream", func() error {
@@ -89,7 +89,7 @@ func TestDashboardThroughTheAPIServer(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		stream, err := dc.RESTClient().Get().AbsPath(prefix + "dashboard/updates").Stream(ctx)
+		stream, err := dc.RESTClient().Get().AbsPath(prefix + "clusterdashboard/updates").Stream(ctx)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,22 @@ func TestDashboardThroughTheAPIServer(t *testing.T) {
 		[]string{"team-c/main", "You may not read ClusterQueues"}, "team-d"))
 	eventually(ctx, t, "carol reads her workloads in the queue", has(carol, "namespaces/team-c/dashboard/queue?name=dash",
 		[]string{`data-workload="team-c/c0"`}, "team-d"))
-	for _, path := range []string{"dashboard/overview", "namespaces/team-d/dashboard/overview", "namespaces/team-d/dashboard/queue?name=dash"} {
+	// dave has view cluster-wide, as some organisations grant their
+	// readers: every namespace's pages, not the ClusterQueues'.
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "dave"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "berth-batch-viewer"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "dave"}},
+	}
+	if err := server.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	dave := as("dave")
+	eventually(ctx, t, "dave reads team-d's overview", has(dave, "namespaces/team-d/dashboard/overview", []string{"team-d/main"}))
+	if _, err := page(ctx, dave, "clusterdashboard/overview"); !apierrors.IsForbidden(err) {
+		t.Errorf("dave, with view cluster-wide, reads the cluster's dashboard: %v, want Forbidden", err)
+	}
+	for _, path := range []string{"clusterdashboard/overview", "namespaces/team-d/dashboard/overview", "namespaces/team-d/dashboard/queue?name=dash"} {
 		if _, err := page(ctx, carol, path); !apierrors.IsForbidden(err) {
 			t.Errorf("carol reads %s: %v, want Forbidden from the API server", path, err)
 		}
