@@ -101,11 +101,11 @@ func TestDashboardWatchesWithTheUsersRights(t *testing.T) {
 	if _, err := berth(t, "alice", "dashboard", "--port", "0"); err == nil || !strings.Contains(err.Error(), "not allowed to list LocalQueues in every namespace, nor in namespace default") {
 		t.Errorf("alice's dashboard of namespace default: %v, want a refusal that names it", err)
 	}
-	if body := admin.page(t, "cq/dashboard-cq?fragment=1"); !strings.Contains(body, `data-workload="dashboard-team/first"><td class="num position">1</td>`) {
+	if body := admin.page(t, "queue?name=dashboard-cq&fragment=1"); !strings.Contains(body, `data-workload="dashboard-team/first"><td class="num position">1</td>`) {
 		t.Errorf("the administrator's queue page:\n%s", body)
 	}
 	body := alice.page(t, "?fragment=1")
-	for _, want := range []string{"You may not read ClusterQueues", `<td>dashboard-team/main</td><td>dashboard-cq</td><td class="num">1</td>`} {
+	for _, want := range []string{"You may not read ClusterQueues", `<td>dashboard-team/main</td><td><a href="queue?name=dashboard-cq">dashboard-cq</a></td><td class="num">1</td>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("alice's overview lacks %q:\n%s", want, body)
 		}
@@ -136,10 +136,10 @@ func TestDashboardWatchesWithTheUsersRights(t *testing.T) {
 			t.Fatalf("%s's stream ended untold: %v", who, lines.Err())
 		}
 	}
-	if body := admin.page(t, "cq/dashboard-cq?fragment=1"); !strings.Contains(body, `data-workload="dashboard-team/second"><td class="num position">2</td>`) {
+	if body := admin.page(t, "queue?name=dashboard-cq&fragment=1"); !strings.Contains(body, `data-workload="dashboard-team/second"><td class="num position">2</td>`) {
 		t.Errorf("the administrator's queue page after the change:\n%s", body)
 	}
-	if body := alice.page(t, "?fragment=1"); !strings.Contains(body, `<td>dashboard-team/main</td><td>dashboard-cq</td><td class="num">2</td>`) {
+	if body := alice.page(t, "?fragment=1"); !strings.Contains(body, `<td>dashboard-team/main</td><td><a href="queue?name=dashboard-cq">dashboard-cq</a></td><td class="num">2</td>`) {
 		t.Errorf("alice's overview after the change:\n%s", body)
 	}
 }
