@@ -62,14 +62,12 @@ func (a *Applier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admissi
 	if err != nil {
 		return nil, err
 	}
+	// The Workload's conditions tell its admission, the wait and the
+	// flavors included, and its job's Admitted event repeats them: an event
+	// here would double the writes of every admission.
 	if len(checks) > 0 {
-		a.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadQuotaReserved, "Reserve",
-			"Quota reserved in ClusterQueue %s; waiting for admission checks %v", admission.ClusterQueue, checks)
 		return written, nil
 	}
-	// One event for both: quota is reserved and the workload admitted in
-	// the same write.
-	a.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Admit", "%s", workload.AdmittedMessage(wl, admission, time.Now()))
 	metrics.Admitted(string(admission.ClusterQueue), wl.Namespace, string(wl.Spec.QueueName), time.Since(workload.QueueTime(wl)))
 	return written, nil
 }

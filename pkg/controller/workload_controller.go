@@ -387,7 +387,6 @@ func (r *WorkloadReconciler) followChecks(ctx context.Context, wl *berthv1alpha1
 	if _, err := workloadwriter.Apply(ctx, r.writer, wl, workload.AdmitChecked()); err != nil {
 		return true, err
 	}
-	r.recorder.Eventf(wl, nil, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Admit", "%s", workload.AdmittedMessage(wl, wl.Status.Admission, time.Now()))
 	metrics.Admitted(string(cq), wl.Namespace, string(wl.Spec.QueueName), time.Since(workload.QueueTime(wl)))
 	return true, nil
 }

@@ -276,8 +276,12 @@ func (r *JobReconciler) run(ctx context.Context, job GenericJob, wl *berthv1alph
 	if err := r.update(ctx, job); err != nil {
 		return err
 	}
-	r.eventf(job, wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Run",
-		"Admitted by ClusterQueue %s: %s", workload.ClusterQueueOf(wl), workload.DescribeAdmission(wl.Status.Admission))
+	msg := fmt.Sprintf("Admitted by ClusterQueue %s: %s", workload.ClusterQueueOf(wl), workload.DescribeAdmission(wl.Status.Admission))
+	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+		// Its wait and flavors, as the scheduler wrote them.
+		msg = c.Message
+	}
+	r.eventf(job, wl, corev1.EventTypeNormal, berthv1alpha1.WorkloadAdmitted, "Run", "%s", msg)
 	return nil
 }
 

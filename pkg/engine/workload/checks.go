@@ -121,8 +121,7 @@ func AdmitChecked() Change {
 		if wl.Status.Admission == nil || !ChecksReady(wl) {
 			return false
 		}
-		return SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, berthv1alpha1.ReasonAdmitted,
-			fmt.Sprintf("Admitted by ClusterQueue %s; admission checks ready: %s", wl.Status.Admission.ClusterQueue, checkNames(wl)))
+		return setAdmitted(wl, wl.Status.Admission, checkNames(wl))
 	}
 }
 

@@ -39,11 +39,17 @@ func DescribeAdmission(adm *berthv1alpha1.Admission) string {
 	return strings.Join(parts, "; ")
 }
 
-// AdmittedMessage is the Admitted event of wl, admitted now after waiting
-// since it was queued.
-func AdmittedMessage(wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission, now time.Time) string {
-	return fmt.Sprintf("Quota reserved in ClusterQueue %s and admitted after waiting %s: %s",
-		adm.ClusterQueue, now.Sub(QueueTime(wl)).Round(time.Second), DescribeAdmission(adm))
+// AdmittedMessage is the message of wl's Admitted condition, admitted now
+// as adm after waiting since it was queued; ready names its admission
+// checks, when it had to wait for them. The job's Admitted event repeats
+// it: the Workload records no event of its own admission, so that an
+// admission costs the API server one write on the Workload.
+func AdmittedMessage(wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission, now time.Time, ready string) string {
+	msg := fmt.Sprintf("Admitted by ClusterQueue %s after waiting %s", adm.ClusterQueue, now.Sub(QueueTime(wl)).Round(time.Second))
+	if ready != "" {
+		msg += "; admission checks ready: " + ready
+	}
+	return msg + ": " + DescribeAdmission(adm)
 }
 
 // RequeueMessage is the Requeued event of wl, evicted, requeued as d

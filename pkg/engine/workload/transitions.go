@@ -3,6 +3,7 @@ package workload
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -44,8 +45,7 @@ func Admit(adm *berthv1alpha1.Admission, checks ...berthv1alpha1.AdmissionCheckR
 			changed = SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionFalse, berthv1alpha1.ReasonPending,
 				fmt.Sprintf("Quota reserved in ClusterQueue %s; waiting for admission checks %s", adm.ClusterQueue, checkNames(wl))) || changed
 		} else {
-			changed = SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, berthv1alpha1.ReasonAdmitted,
-				fmt.Sprintf("Admitted by ClusterQueue %s", adm.ClusterQueue)) || changed
+			changed = setAdmitted(wl, adm, "") || changed
 		}
 		for _, typ := range []string{berthv1alpha1.WorkloadEvicted, berthv1alpha1.WorkloadPreempted, berthv1alpha1.WorkloadRequeued} {
 			if FindCondition(wl, typ) != nil {
@@ -54,6 +54,19 @@ func Admit(adm *berthv1alpha1.Admission, checks ...berthv1alpha1.AdmissionCheckR
 		}
 		return changed
 	}
+}
+
+// setAdmitted sets wl's Admitted condition for its admission adm, after
+// the admission checks ready when it waited for them, unless it says so
+// already: its message tells the wait, which a second write of the same
+// admission must not tell again.
+func setAdmitted(wl *berthv1alpha1.Workload, adm *berthv1alpha1.Admission, ready string) bool {
+	if c := FindCondition(wl, berthv1alpha1.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue &&
+		strings.HasPrefix(c.Message, fmt.Sprintf("Admitted by ClusterQueue %s ", adm.ClusterQueue)) {
+		return false
+	}
+	return SetCondition(wl, berthv1alpha1.WorkloadAdmitted, metav1.ConditionTrue, berthv1alpha1.ReasonAdmitted,
+		AdmittedMessage(wl, adm, time.Now(), ready))
 }
 
 // Evict tells an admitted workload to stop, for reason. It keeps its quota

@@ -2,8 +2,10 @@ package workload_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -212,5 +214,25 @@ func TestTransitions(t *testing.T) {
 				t.Errorf("the change touched the metadata (-before +after):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAdmittedMessageIsWrittenOnce: the Admitted condition tells the
+// ClusterQueue, the wait and the flavors, and applying the same admission
+// again (a retried write) changes nothing, though the wait has grown.
+func TestAdmittedMessageIsWrittenOnce(t *testing.T) {
+	wl := utiltesting.MakeWorkload("a", "ns").Queue("q").Request(2, "cpu", "1").Obj()
+	wl.CreationTimestamp = metav1.NewTime(time.Now().Add(-42 * time.Second))
+	adm := utiltesting.MakeAdmission("cq").Assign("main", 2, map[corev1.ResourceName]string{corev1.ResourceCPU: "h100"}, nil).Obj()
+	if !workload.Admit(adm)(wl) {
+		t.Fatal("Admit changed nothing on a pending workload")
+	}
+	got := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted).Message
+	if want := "Admitted by ClusterQueue cq after waiting 42s: main: 2 pods, cpu on h100"; got != want {
+		t.Errorf("Admitted message %q, want %q", got, want)
+	}
+	wl.CreationTimestamp = metav1.NewTime(wl.CreationTimestamp.Add(-time.Minute))
+	if workload.Admit(adm)(wl) {
+		t.Errorf("Admit of the same admission changed the workload again: %q", workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted).Message)
 	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -73,16 +75,26 @@ func TestJobLifecycle(t *testing.T) {
 		t.Errorf("berth_admitted_workloads_total{cluster_queue=%q} = %v, want 1", cqName, got)
 	}
 
+	// The admission, in numbers, in the Workload's condition and the job's
+	// event.
+	admittedBy := regexp.MustCompile(`^Admitted by ClusterQueue ` + cqName + ` after waiting [0-9]+s: main: 2 pods, cpu on ` + flavor + `$`)
+	if c := workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted); !admittedBy.MatchString(c.Message) {
+		t.Errorf("Admitted condition message %q, want it to match %s", c.Message, admittedBy)
+	}
+
 	finishJob(t, job)
 	workloadOf(t, job, "the workload finished", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
 	// The job's events and its Workload's, in numbers.
 	for _, e := range []struct{ name, reason, note string }{
 		{job.Name, jobframework.EventCreatedWorkload, "Created Workload " + wl.Name},
-		{job.Name, berthv1alpha1.WorkloadAdmitted, "Admitted by ClusterQueue " + cqName + ": main: 2 pods, cpu on " + flavor},
-		{wl.Name, berthv1alpha1.WorkloadAdmitted, "main: 2 pods, cpu on " + flavor},
+		{job.Name, berthv1alpha1.WorkloadAdmitted, workload.FindCondition(wl, berthv1alpha1.WorkloadAdmitted).Message},
 		{wl.Name, berthv1alpha1.WorkloadFinished, "Job completed: 2 pods succeeded"},
 	} {
 		waitForEvent(t, ns, e.name, e.reason, e.note)
+	}
+	// One write admits: the Workload has no event of its own admission.
+	if got := eventsOn(t, ns, wl.Name, berthv1alpha1.WorkloadAdmitted); got != 0 {
+		t.Errorf("%d Admitted events on the Workload, want none", got)
 	}
 	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
 		if cq.Status.AdmittedWorkloads != 0 {

@@ -132,7 +132,6 @@ func TestMetricsAndEventsOfTheContract(t *testing.T) {
 	everySeriesServed(t)
 
 	// The events, in the API server.
-	waitForEvent(t, nsA, borrower.Name, berthv1alpha1.WorkloadAdmitted, "Quota reserved in ClusterQueue "+cqA+" and admitted after waiting ")
 	waitForEvent(t, nsA, borrower.Name, berthv1alpha1.ReasonPreempted, "Preempted to accommodate workload "+nsB+"/owner")
 	waitForEvent(t, nsB, owner.Name, berthv1alpha1.WorkloadEvicted, "Evicted from ClusterQueue "+cqB.Name+" ("+berthv1alpha1.ReasonClusterQueueStopped+")")
 	waitForEvent(t, nsB, owner.Name, berthv1alpha1.WorkloadRequeued, "Requeued in LocalQueue main: its quota in ClusterQueue "+cqB.Name+" is released")
@@ -193,6 +192,22 @@ func waitForEvent(t *testing.T, ns, name, reason, note string) {
 		}
 		return errorf("the events on %s are %q", name, seen)
 	})
+}
+
+// eventsOn counts the events of reason on the object name in ns.
+func eventsOn(t *testing.T, ns, name, reason string) int {
+	t.Helper()
+	events := &eventsv1.EventList{}
+	if err := server.Client.List(context.Background(), events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range events.Items {
+		if e.Regarding.Name == name && e.Reason == reason {
+			n++
+		}
+	}
+	return n
 }
 
 // waitForWorkload waits until check passes on the stored wl.

@@ -12,7 +12,7 @@ func TestCheck(t *testing.T) {
 	good := func() *Summary {
 		return &Summary{
 			Scale: 1, Ratio: 1.1, UsagePercent: 85, Classes: map[string]Stats{"large": {AvgMs: 3000}},
-			Controller: Controller{Process: measure.Process{CPUSeconds: 10}, WritesPerAdmission: 1.5},
+			Controller: Controller{Process: measure.Process{CPUSeconds: 10}, WritesPerAdmission: 1.4},
 		}
 	}
 	cases := map[string]struct {
@@ -25,7 +25,7 @@ func TestCheck(t *testing.T) {
 			want: []string{
 				"ratio is 1.5, above the target of at most 1.25",
 				"usagePercent is 60, below the target of at least 80",
-				"controller.writesPerAdmission is 3, above the target of at most 2",
+				"controller.writesPerAdmission is 3, above the target of at most 1.5",
 			},
 		},
 		"a ratio out of the machine's reach": {
