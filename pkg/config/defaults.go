@@ -17,6 +17,10 @@ func DefaultFrameworks() []string {
 		configv1alpha1.FrameworkStatefulSet, configv1alpha1.FrameworkLeaderWorkerSet}
 }
 
+// optInFrameworks are the frameworks managed only when the configuration
+// names them: their CRDs come with another operator.
+var optInFrameworks = []string{configv1alpha1.FrameworkRayJob}
+
 // DefaultManagedNamespaceSelector selects every namespace but kube-system and
 // berth-system.
 func DefaultManagedNamespaceSelector() *metav1.LabelSelector {

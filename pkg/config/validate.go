@@ -254,7 +254,7 @@ func validateInternalCertManagement(icm *configv1alpha1.InternalCertManagement, 
 }
 
 func validateFrameworks(frameworks []string, path *field.Path) field.ErrorList {
-	known := DefaultFrameworks()
+	known := append(DefaultFrameworks(), optInFrameworks...)
 	var errs field.ErrorList
 	seen := sets.New[string]()
 	for i, f := range frameworks {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -180,6 +181,7 @@ spec:
 		"why-waiting-on-checks":            {args: []string{"why", "workload/cloudy", "-n", "a"}, mutate: checked},
 		"why-inactive":                     {args: []string{"why", "workload/parked", "-n", "a"}},
 		"why-pod-of-a-group":               {args: []string{"why", "pod/serve-0", "-n", "a"}},
+		"why-rayjob":                       {args: []string{"why", "rayjob/tune", "-n", "a"}, mutate: withRayJob},
 		"usage":                            {args: []string{"usage"}},
 		"usage-json":                       {args: []string{"usage", "org", "-o", "json"}},
 		// urgent, ahead in team-a, borrows 2 of team-b's GPUs in the same
@@ -189,6 +191,7 @@ spec:
 		"what-if-not-a-job": {args: []string{"what-if", "-f", notAJob}, wantErr: "ConfigMap is not a kind Berth runs"},
 		"missing-queue":     {args: []string{"positions", "cq", "nope"}, wantErr: "ClusterQueue nope not found"},
 		"missing-job":       {args: []string{"why", "job/nope", "-n", "a"}, wantErr: "Job nope not found in namespace a"},
+		"missing-rayjob":    {args: []string{"why", "rayjob/nope", "-n", "a"}, wantErr: "RayJob nope not found in namespace a"},
 		"bad-kind":          {args: []string{"why", "deployment/x"}, wantErr: "unknown kind deployment"},
 		"pod-group-short":   {args: []string{"why", "pod/infer-0", "-n", "a"}, wantErr: "pod group infer has no Workload yet: 1 of its 3 pods exist"},
 		"bad-output":        {args: []string{"usage", "-o", "wide"}, wantErr: `unknown output format "wide"`},
@@ -212,6 +215,17 @@ spec:
 			compareGolden(t, name, out)
 		})
 	}
+}
+
+// withRayJob adds RayJob tune in namespace a, whose Workload waits in
+// team-a for 4 GPUs.
+func withRayJob(objs []client.Object) []client.Object {
+	rj := &rayv1.RayJob{ObjectMeta: metav1.ObjectMeta{Name: "tune", Namespace: "a", UID: "uid-tune", Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}}}
+	wl := utiltesting.MakeWorkload(jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayJob"), "tune", "uid-tune"), "a").Queue("main").
+		Created(6*time.Minute).Request(1, "nvidia.com/gpu", "4").
+		Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
+	wl.Status.Conditions[0].Message = "The workload does not fit: podset gpu: flavor h100: needs 4 nvidia.com/gpu, 2 available (nominal 8, in use 6)"
+	return append(objs, rj, wl)
 }
 
 // withHistory gives job train's Workload a life: created at 09:00, quota

@@ -3,6 +3,7 @@ package kubectlberth
 import (
 	"fmt"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +20,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
+	_ "github.com/berth-dev/berth/pkg/jobs/rayjob"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 )
 
@@ -69,7 +71,7 @@ func newCommand(streams genericiooptions.IOStreams, newClient func() (client.Cli
 // JobSets.
 func Scheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1alpha1.AddToScheme, jobsetapi.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1alpha1.AddToScheme, jobsetapi.AddToScheme, rayv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}

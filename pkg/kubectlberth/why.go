@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -60,7 +61,7 @@ type Ahead struct {
 
 func (o *options) whyCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "why (job|jobset|pod|workload)/NAME",
+		Use:   "why (job|jobset|rayjob|pod|workload)/NAME",
 		Short: "Where a job's Workload is, and why it waits, in numbers",
 		Example: `  kubectl berth why job/train -n team-a
   kubectl berth why workload/job-train-3f2a1 -n team-a -o json`,
@@ -95,7 +96,7 @@ func (o *options) whyCommand() *cobra.Command {
 func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (string, error) {
 	kind, name, ok := strings.Cut(ref, "/")
 	if !ok || name == "" {
-		return "", fmt.Errorf("%q: want KIND/NAME, KIND one of job, jobset, pod, workload", ref)
+		return "", fmt.Errorf("%q: want KIND/NAME, KIND one of job, jobset, rayjob, pod, workload", ref)
 	}
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	switch strings.ToLower(kind) {
@@ -113,6 +114,12 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 			return "", notFound(err, "JobSet", key)
 		}
 		return jobframework.WorkloadName(jobsetapi.GroupVersion.WithKind("JobSet"), js.Name, string(js.UID)), nil
+	case "rayjob", "rayjobs":
+		rj := &rayv1.RayJob{}
+		if err := c.Get(ctx, key, rj); err != nil {
+			return "", notFound(err, "RayJob", key)
+		}
+		return jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayJob"), rj.Name, string(rj.UID)), nil
 	case "pod", "pods", "po":
 		pod := &corev1.Pod{}
 		if err := c.Get(ctx, key, pod); err != nil {
@@ -131,7 +138,7 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 		}
 		return "", fmt.Errorf("pod %s has no label %s: Berth has not admitted it", key, berthv1alpha1.WorkloadLabel)
 	}
-	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, pod or workload", ref, kind)
+	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, rayjob, pod or workload", ref, kind)
 }
 
 // groupWorkloadName is the Workload of pod group group in ns; a group

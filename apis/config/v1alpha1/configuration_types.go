@@ -365,9 +365,10 @@ type InternalCertManagement struct {
 // Integrations selects the job frameworks Berth manages.
 type Integrations struct {
 	// Frameworks are the job kinds Berth manages, among FrameworkBatchJob,
-	// FrameworkJobSet, FrameworkPod, FrameworkDeployment, FrameworkStatefulSet
-	// and FrameworkLeaderWorkerSet (the last three need
-	// FrameworkPod). Absent means all of them; an empty list means none.
+	// FrameworkJobSet, FrameworkPod, FrameworkDeployment, FrameworkStatefulSet,
+	// FrameworkLeaderWorkerSet (the last three need FrameworkPod) and
+	// FrameworkRayJob. Absent means all of them but FrameworkRayJob, whose
+	// CRDs come with KubeRay; an empty list means none.
 	Frameworks []string `json:"frameworks,omitempty"`
 
 	// PodOptions says which plain pods Berth holds, with the pod framework.

@@ -15,6 +15,9 @@ const (
 	FrameworkStatefulSet = "statefulset"
 	// FrameworkLeaderWorkerSet (sigs.k8s.io/lws) needs FrameworkPod.
 	FrameworkLeaderWorkerSet = "leaderworkerset.x-k8s.io/leaderworkerset"
+	// FrameworkRayJob (KubeRay's ray.io RayJob) is never enabled by
+	// default: its CRDs come with KubeRay.
+	FrameworkRayJob = "ray.io/rayjob"
 )
 
 // KubeSystemNamespace is the namespace of the cluster's own components,

@@ -32,6 +32,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
+	_ "github.com/berth-dev/berth/pkg/jobs/rayjob"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -44,7 +45,7 @@ var (
 	stopManager func()
 )
 
-var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"}
+var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset", "ray.io/rayjob"}
 
 func TestMain(m *testing.M) {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
@@ -63,6 +64,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	ray, err := apiserver.ModuleDir("github.com/ray-project/kuberay/ray-operator")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// Every queue series carries a team label, from the queue's own.
 	if err := metrics.Configure(configv1alpha1.Metrics{CustomLabels: []configv1alpha1.MetricLabel{{Name: teamLabel}}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,7 +76,8 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(apiserver.RunSuite(m, &server,
 		func() (func(), error) { return func() { stopManager() }, startManager() },
-		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases"), filepath.Join(lws, "config", "crd", "bases")),
+		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases"), filepath.Join(lws, "config", "crd", "bases"),
+			filepath.Join(ray, "config", "crd", "bases")),
 		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")),
 		apiserver.WithOwnerReferencesPermissionEnforcement()))
 }

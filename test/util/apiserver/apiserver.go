@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -236,7 +237,7 @@ func (s *Server) Kubectl(ctx context.Context, args ...string) (string, string, e
 	return stdout.String(), stderr.String(), err
 }
 
-// Scheme knows the built-in kinds, Berth's, JobSet's and the
+// Scheme knows the built-in kinds, Berth's, JobSet's, KubeRay's and the
 // ProvisioningRequest.
 func Scheme() (*k8sruntime.Scheme, error) {
 	scheme := k8sruntime.NewScheme()
@@ -249,8 +250,10 @@ func Scheme() (*k8sruntime.Scheme, error) {
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	if err := jobsetapi.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*k8sruntime.Scheme) error{jobsetapi.AddToScheme, rayv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	return scheme, nil
 }
