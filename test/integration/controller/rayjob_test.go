@@ -119,6 +119,23 @@ func TestRayJobAdmittedAsOneWorkload(t *testing.T) {
 		return nil
 	})
 
+	// Its owner cannot start it around the queue.
+	waitFor(t, "starting the waiting RayJob refused", func(ctx context.Context) error {
+		cur := &rayv1.RayJob{}
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(second), cur); err != nil {
+			return err
+		}
+		cur.Spec.Suspend = false
+		err := server.Client.Update(ctx, cur)
+		if err == nil {
+			return fmt.Errorf("unsuspending a waiting RayJob was accepted")
+		}
+		if !strings.Contains(err.Error(), "spec.suspend") {
+			return fmt.Errorf("refused without naming spec.suspend: %w", err)
+		}
+		return nil
+	})
+
 	running := &rayv1.RayJob{}
 	waitFor(t, "the first RayJob running where its quota is", func(ctx context.Context) error {
 		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(first), running); err != nil {
