@@ -98,43 +98,7 @@ func TestRayJobAdmittedAsOneWorkload(t *testing.T) {
 	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
 		return usageIs(cq, "5500m", "0")
 	})
-	waitFor(t, "the second RayJob waiting, held", func(ctx context.Context) error {
-		w, err := rayJobWorkload(ctx, second)
-		if err != nil {
-			return err
-		}
-		if err := pendingWith("podset workers: flavor ")(w); err != nil {
-			return err
-		}
-		if err := pendingWith("needs 2 cpu, 2500m available (nominal 8, in use 5500m)")(w); err != nil {
-			return err
-		}
-		cur := &rayv1.RayJob{}
-		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(second), cur); err != nil {
-			return err
-		}
-		if !cur.Spec.Suspend {
-			return fmt.Errorf("the waiting RayJob is not suspended")
-		}
-		return nil
-	})
-
-	// Its owner cannot start it around the queue.
-	waitFor(t, "starting the waiting RayJob refused", func(ctx context.Context) error {
-		cur := &rayv1.RayJob{}
-		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(second), cur); err != nil {
-			return err
-		}
-		cur.Spec.Suspend = false
-		err := server.Client.Update(ctx, cur)
-		if err == nil {
-			return fmt.Errorf("unsuspending a waiting RayJob was accepted")
-		}
-		if !strings.Contains(err.Error(), "spec.suspend") {
-			return fmt.Errorf("refused without naming spec.suspend: %w", err)
-		}
-		return nil
-	})
+	waitHeldAndUnstartable(t, second)
 
 	running := &rayv1.RayJob{}
 	waitFor(t, "the first RayJob running where its quota is", func(ctx context.Context) error {
@@ -183,6 +147,49 @@ func TestRayJobAdmittedAsOneWorkload(t *testing.T) {
 		}
 		return admitted(w)
 	})
+}
+
+// waitHeldAndUnstartable waits until rj waits for quota, suspended, and
+// checks that its owner cannot start it around the queue.
+func waitHeldAndUnstartable(t *testing.T, rj *rayv1.RayJob) {
+	t.Helper()
+	waitFor(t, "the RayJob waiting, held", func(ctx context.Context) error {
+		w, err := rayJobWorkload(ctx, rj)
+		if err != nil {
+			return err
+		}
+		if err := pendingWith("podset workers: flavor ")(w); err != nil {
+			return err
+		}
+		if err := pendingWith("needs 2 cpu, 2500m available (nominal 8, in use 5500m)")(w); err != nil {
+			return err
+		}
+		cur := &rayv1.RayJob{}
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(rj), cur); err != nil {
+			return err
+		}
+		if !cur.Spec.Suspend {
+			return fmt.Errorf("the waiting RayJob is not suspended")
+		}
+		return nil
+	})
+
+	waitFor(t, "starting the waiting RayJob refused", func(ctx context.Context) error {
+		cur := &rayv1.RayJob{}
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(rj), cur); err != nil {
+			return err
+		}
+		cur.Spec.Suspend = false
+		err := server.Client.Update(ctx, cur)
+		if err == nil {
+			return fmt.Errorf("unsuspending a waiting RayJob was accepted")
+		}
+		if !strings.Contains(err.Error(), "spec.suspend") {
+			return fmt.Errorf("refused without naming spec.suspend: %w", err)
+		}
+		return nil
+	})
+
 }
 
 func TestRayJobThatBerthCannotBoundIsRefused(t *testing.T) {
