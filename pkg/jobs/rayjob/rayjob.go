@@ -3,12 +3,14 @@ package rayjob
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -120,6 +122,24 @@ func (j *RayJob) refused() *field.Error {
 		return field.TooMany(spec.Child("rayClusterSpec", "workerGroupSpecs"), len(cluster.WorkerGroupSpecs), maxWorkerGroups)
 	case len(cluster.HeadGroupSpec.Template.Spec.Containers) == 0:
 		return field.Required(spec.Child("rayClusterSpec", "headGroupSpec", "template", "spec", "containers"), "")
+	}
+	return badGroupName(cluster.WorkerGroupSpecs, spec.Child("rayClusterSpec", "workerGroupSpecs"))
+}
+
+// badGroupName refuses a worker group name that cannot name a podset (and
+// the value of its pods' berth.dev/podset label): not a DNS label, one of
+// the head's or the submitter's, or another group's.
+func badGroupName(groups []rayv1.WorkerGroupSpec, path *field.Path) *field.Error {
+	seen := map[string]bool{HeadPodSet: true, SubmitterPodSet: true}
+	for i := range groups {
+		name, at := groups[i].GroupName, path.Index(i).Child("groupName")
+		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+			return field.Invalid(at, name, "Berth names the group's podset after it: "+strings.Join(msgs, "; "))
+		}
+		if seen[name] {
+			return field.Duplicate(at, name)
+		}
+		seen[name] = true
 	}
 	return nil
 }

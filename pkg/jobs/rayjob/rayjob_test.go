@@ -119,6 +119,18 @@ func TestPodSetsRefuseWhatBerthCannotBound(t *testing.T) {
 			edit:  func(j *RayJob) { j.Spec.SubmissionMode = rayv1.SidecarMode },
 			field: "spec.submissionMode",
 		},
+		"a group name that cannot name a podset": {
+			edit: func(j *RayJob) {
+				j.Spec.RayClusterSpec.WorkerGroupSpecs = []rayv1.WorkerGroupSpec{group("GPU_workers", ptr.To[int32](1), nil, nil, 1)}
+			},
+			field: "spec.rayClusterSpec.workerGroupSpecs[0].groupName",
+		},
+		"a group named as the head's podset": {
+			edit: func(j *RayJob) {
+				j.Spec.RayClusterSpec.WorkerGroupSpecs = []rayv1.WorkerGroupSpec{group("gpu", ptr.To[int32](1), nil, nil, 1), group("head", ptr.To[int32](1), nil, nil, 1)}
+			},
+			field: "spec.rayClusterSpec.workerGroupSpecs[1].groupName",
+		},
 		"more worker groups than podsets": {
 			edit: func(j *RayJob) {
 				for i := range 7 {
