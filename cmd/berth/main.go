@@ -34,6 +34,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
+	_ "github.com/berth-dev/berth/pkg/jobs/raycluster"
 	_ "github.com/berth-dev/berth/pkg/jobs/rayjob"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	"github.com/berth-dev/berth/pkg/metrics"

@@ -158,6 +158,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	jobOpts := opts.Jobs
 	jobOpts.Writer = writer
+	jobOpts.Frameworks = opts.Integrations
 	if jobOpts.ControllerUsername, err = whoAmI(ctx, mgr); err != nil {
 		return err
 	}

@@ -43,7 +43,9 @@ const (
 
 // JobReconciler runs the life cycle of the jobs of one framework.
 type JobReconciler struct {
-	client      client.Client
+	client client.Client
+	// reader reads what the cache may not hold yet, for Selects.
+	reader      client.Reader
 	writer      workloadwriter.Writer
 	recorder    events.EventRecorder
 	integration *Integration
@@ -96,6 +98,13 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues(r.integration.GVK.Kind, klog.KObj(obj)))
 	switch {
 	case wl == nil:
+		// What the webhook left to another job (a RayJob's own cluster)
+		// is left here too; a kind held only at creation was judged then.
+		if !r.integration.HoldOnlyAtCreation {
+			if selected, err := r.integration.selects(ctx, r.reader, obj, r.opts); err != nil || !selected {
+				return ctrl.Result{}, err
+			}
+		}
 		return ctrl.Result{}, r.createWorkload(ctx, job)
 	case workload.IsFinished(wl):
 		if _, ok := job.(ComposedJob); ok && job.IsSuspended() {

@@ -346,7 +346,7 @@ func TestJobReconciler(t *testing.T) {
 				held.HoldOnlyAtCreation = true
 				integration = &held
 			}
-			r := &JobReconciler{client: c, writer: workloadwriter.NewUpdate(c), recorder: events.NewFakeRecorder(10), integration: integration}
+			r := &JobReconciler{client: c, reader: c, writer: workloadwriter.NewUpdate(c), recorder: events.NewFakeRecorder(10), integration: integration}
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.job)}); err != nil {
 				t.Fatal(err)
 			}

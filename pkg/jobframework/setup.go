@@ -2,6 +2,7 @@ package jobframework
 
 import (
 	"context"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,12 @@ type Options struct {
 	// without the queue label Berth takes (see DefaultQueue); nil selects
 	// every namespace.
 	ManagedNamespaces labels.Selector
+	// Frameworks are the names of the enabled integrations.
+	Frameworks []string
 }
+
+// Enables reports whether the integration named name is enabled.
+func (o Options) Enables(name string) bool { return slices.Contains(o.Frameworks, name) }
 
 // requestOfJob is the request of the job obj belongs to: the composed job
 // its group label names, or itself.
@@ -89,7 +95,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	err := b.Complete(shutdown.UntilStopped(&JobReconciler{
-		client: mgr.GetClient(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
+		client: mgr.GetClient(), reader: freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}, writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
 		opts: opts, backoff: opts.Backoff,
 	}))
 	if err != nil {
@@ -118,6 +124,17 @@ func (r freshReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 		return r.live.Get(ctx, key, obj, opts...)
 	}
 	return err
+}
+
+// GetLive reads key from the API server when c is a reader that reads
+// through a cache to it (the webhooks' and the job reconcilers'), from c
+// otherwise: for what a cache may not hold yet, such as a status written a
+// moment before the object that it names.
+func GetLive(ctx context.Context, c client.Reader, key client.ObjectKey, obj client.Object) error {
+	if f, ok := c.(freshReader); ok {
+		return f.live.Get(ctx, key, obj)
+	}
+	return c.Get(ctx, key, obj)
 }
 
 // List lists from the cache.

@@ -182,6 +182,7 @@ spec:
 		"why-inactive":                     {args: []string{"why", "workload/parked", "-n", "a"}},
 		"why-pod-of-a-group":               {args: []string{"why", "pod/serve-0", "-n", "a"}},
 		"why-rayjob":                       {args: []string{"why", "rayjob/tune", "-n", "a"}, mutate: withRayJob},
+		"why-raycluster-of-rayjob":         {args: []string{"why", "raycluster/tune-x7k2p", "-n", "a"}, mutate: withRayJob},
 		"usage":                            {args: []string{"usage"}},
 		"usage-json":                       {args: []string{"usage", "org", "-o", "json"}},
 		// urgent, ahead in team-a, borrows 2 of team-b's GPUs in the same
@@ -225,7 +226,10 @@ func withRayJob(objs []client.Object) []client.Object {
 		Created(6*time.Minute).Request(1, "nvidia.com/gpu", "4").
 		Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
 	wl.Status.Conditions[0].Message = "The workload does not fit: podset gpu: flavor h100: needs 4 nvidia.com/gpu, 2 available (nominal 8, in use 6)"
-	return append(objs, rj, wl)
+	// KubeRay's cluster for it runs on its Workload.
+	rc := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "tune-x7k2p", Namespace: "a", UID: "uid-rc",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "tune", UID: "uid-tune", Controller: new(true)}}}}
+	return append(objs, rj, wl, rc)
 }
 
 // withHistory gives job train's Workload a life: created at 09:00, quota

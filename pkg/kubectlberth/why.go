@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -61,7 +62,7 @@ type Ahead struct {
 
 func (o *options) whyCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "why (job|jobset|rayjob|pod|workload)/NAME",
+		Use:   "why (job|jobset|rayjob|raycluster|pod|workload)/NAME",
 		Short: "Where a job's Workload is, and why it waits, in numbers",
 		Example: `  kubectl berth why job/train -n team-a
   kubectl berth why workload/job-train-3f2a1 -n team-a -o json`,
@@ -96,7 +97,7 @@ func (o *options) whyCommand() *cobra.Command {
 func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (string, error) {
 	kind, name, ok := strings.Cut(ref, "/")
 	if !ok || name == "" {
-		return "", fmt.Errorf("%q: want KIND/NAME, KIND one of job, jobset, rayjob, pod, workload", ref)
+		return "", fmt.Errorf("%q: want KIND/NAME, KIND one of job, jobset, rayjob, raycluster, pod, workload", ref)
 	}
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	switch strings.ToLower(kind) {
@@ -120,6 +121,19 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 			return "", notFound(err, "RayJob", key)
 		}
 		return jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayJob"), rj.Name, string(rj.UID)), nil
+	case "raycluster", "rayclusters":
+		rc := &rayv1.RayCluster{}
+		if err := c.Get(ctx, key, rc); err != nil {
+			return "", notFound(err, "RayCluster", key)
+		}
+		if ref := metav1.GetControllerOf(rc); ref != nil && ref.Kind == "RayJob" {
+			// A RayJob's own cluster runs on the RayJob's Workload.
+			name := jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayJob"), ref.Name, string(ref.UID))
+			if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &berthv1alpha1.Workload{}); err == nil {
+				return name, nil
+			}
+		}
+		return jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayCluster"), rc.Name, string(rc.UID)), nil
 	case "pod", "pods", "po":
 		pod := &corev1.Pod{}
 		if err := c.Get(ctx, key, pod); err != nil {
@@ -138,7 +152,7 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 		}
 		return "", fmt.Errorf("pod %s has no label %s: Berth has not admitted it", key, berthv1alpha1.WorkloadLabel)
 	}
-	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, rayjob, pod or workload", ref, kind)
+	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, rayjob, raycluster, pod or workload", ref, kind)
 }
 
 // groupWorkloadName is the Workload of pod group group in ns; a group

@@ -366,9 +366,9 @@ type InternalCertManagement struct {
 type Integrations struct {
 	// Frameworks are the job kinds Berth manages, among FrameworkBatchJob,
 	// FrameworkJobSet, FrameworkPod, FrameworkDeployment, FrameworkStatefulSet,
-	// FrameworkLeaderWorkerSet (the last three need FrameworkPod) and
-	// FrameworkRayJob. Absent means all of them but FrameworkRayJob, whose
-	// CRDs come with KubeRay; an empty list means none.
+	// FrameworkLeaderWorkerSet (the last three need FrameworkPod),
+	// FrameworkRayJob and FrameworkRayCluster. Absent means all of them but
+	// the last two, whose CRDs come with KubeRay; an empty list means none.
 	Frameworks []string `json:"frameworks,omitempty"`
 
 	// PodOptions says which plain pods Berth holds, with the pod framework.

@@ -18,6 +18,10 @@ const (
 	// FrameworkRayJob (KubeRay's ray.io RayJob) is never enabled by
 	// default: its CRDs come with KubeRay.
 	FrameworkRayJob = "ray.io/rayjob"
+	// FrameworkRayCluster (KubeRay's ray.io RayCluster) is never enabled
+	// by default either. With FrameworkRayJob, the cluster of a RayJob
+	// Berth holds runs on the RayJob's quota.
+	FrameworkRayCluster = "ray.io/raycluster"
 )
 
 // KubeSystemNamespace is the namespace of the cluster's own components,

@@ -2,22 +2,17 @@ package rayjob
 
 import (
 	"fmt"
-	"math"
-	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/jobs/raycluster"
 )
 
 // +kubebuilder:webhook:path=/mutate-ray-io-v1-rayjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create,versions=v1,name=mrayjob.berth.dev,admissionReviewVersions=v1
@@ -50,15 +45,8 @@ var (
 	_ jobframework.JobWithPodSetPaths = (*RayJob)(nil)
 )
 
-// The podsets' names besides the worker groups'.
-const (
-	HeadPodSet      = "head"
-	SubmitterPodSet = "submitter"
-)
-
-// maxWorkerGroups is how many worker groups fit in a Workload's eight
-// podsets beside the head and the submitter.
-const maxWorkerGroups = 6
+// SubmitterPodSet is the name of the podset of KubeRay's submitter pod.
+const SubmitterPodSet = "submitter"
 
 // Object is the RayJob.
 func (j *RayJob) Object() client.Object { return (*rayv1.RayJob)(j) }
@@ -84,10 +72,7 @@ func (j *RayJob) templates() []*corev1.PodTemplateSpec {
 	if cluster == nil {
 		return nil
 	}
-	out := []*corev1.PodTemplateSpec{&cluster.HeadGroupSpec.Template}
-	for i := range cluster.WorkerGroupSpecs {
-		out = append(out, &cluster.WorkerGroupSpecs[i].Template)
-	}
+	out := raycluster.Templates(cluster)
 	if j.submits() {
 		out = append(out, j.Spec.SubmitterPodTemplate)
 	}
@@ -109,58 +94,15 @@ func (j *RayJob) PodSpecs() []*corev1.PodSpec {
 // field; nil when it can.
 func (j *RayJob) refused() *field.Error {
 	spec := field.NewPath("spec")
-	cluster := j.Spec.RayClusterSpec
 	switch {
-	case cluster == nil:
+	case j.Spec.RayClusterSpec == nil:
 		return field.Required(spec.Child("rayClusterSpec"), "Berth queues a RayJob that brings its own cluster; one that runs on an existing cluster (clusterSelector) holds no quota of its own")
-	case ptr.Deref(cluster.EnableInTreeAutoscaling, false):
-		return field.Invalid(spec.Child("rayClusterSpec", "enableInTreeAutoscaling"), true, "Ray's autoscaler would grow the worker groups beyond what the Workload admits")
 	case j.Spec.SubmissionMode == rayv1.SidecarMode:
 		return field.NotSupported(spec.Child("submissionMode"), j.Spec.SubmissionMode,
 			[]string{string(rayv1.K8sJobMode), string(rayv1.HTTPMode), string(rayv1.InteractiveMode)})
-	case len(cluster.WorkerGroupSpecs) > maxWorkerGroups:
-		return field.TooMany(spec.Child("rayClusterSpec", "workerGroupSpecs"), len(cluster.WorkerGroupSpecs), maxWorkerGroups)
-	case len(cluster.HeadGroupSpec.Template.Spec.Containers) == 0:
-		return field.Required(spec.Child("rayClusterSpec", "headGroupSpec", "template", "spec", "containers"), "")
 	}
-	return badGroupName(cluster.WorkerGroupSpecs, spec.Child("rayClusterSpec", "workerGroupSpecs"))
-}
-
-// badGroupName refuses a worker group name that cannot name a podset (and
-// the value of its pods' berth.dev/podset label): not a DNS label, one of
-// the head's or the submitter's, or another group's.
-func badGroupName(groups []rayv1.WorkerGroupSpec, path *field.Path) *field.Error {
-	seen := map[string]bool{HeadPodSet: true, SubmitterPodSet: true}
-	for i := range groups {
-		name, at := groups[i].GroupName, path.Index(i).Child("groupName")
-		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
-			return field.Invalid(at, name, "Berth names the group's podset after it: "+strings.Join(msgs, "; "))
-		}
-		if seen[name] {
-			return field.Duplicate(at, name)
-		}
-		seen[name] = true
-	}
-	return nil
-}
-
-// workers is how many pods KubeRay runs for a worker group: its replicas
-// within minReplicas and maxReplicas, as KubeRay bounds them, times its
-// hosts (at least one), saturated at the largest podset count. A group
-// suspended on its own still counts: its suspension is the user's to lift.
-func workers(g *rayv1.WorkerGroupSpec) int32 {
-	lo, hi := int64(ptr.Deref(g.MinReplicas, 0)), int64(ptr.Deref(g.MaxReplicas, math.MaxInt32))
-	n := int64(ptr.Deref(g.Replicas, int32(lo)))
-	switch {
-	case lo > hi:
-		n = hi
-	case n < lo:
-		n = lo
-	case n > hi:
-		n = hi
-	}
-	n *= int64(max(g.NumOfHosts, 1))
-	return int32(min(max(n, 0), math.MaxInt32))
+	// The submitter's name and podset are reserved whatever the mode.
+	return raycluster.Refused(j.Spec.RayClusterSpec, spec.Child("rayClusterSpec"), SubmitterPodSet)
 }
 
 // defaultSubmitter is the submitter pod KubeRay makes when the RayJob
@@ -188,12 +130,7 @@ func (j *RayJob) PodSets() ([]berthv1alpha1.PodSet, error) {
 	if err := j.refused(); err != nil {
 		return nil, err
 	}
-	cluster := j.Spec.RayClusterSpec
-	out := []berthv1alpha1.PodSet{{Name: HeadPodSet, Count: 1, Template: *cluster.HeadGroupSpec.Template.DeepCopy()}}
-	for i := range cluster.WorkerGroupSpecs {
-		g := &cluster.WorkerGroupSpecs[i]
-		out = append(out, berthv1alpha1.PodSet{Name: g.GroupName, Count: workers(g), Template: *g.Template.DeepCopy()})
-	}
+	out := raycluster.PodSets(j.Spec.RayClusterSpec)
 	if j.submits() {
 		t := j.defaultSubmitter()
 		if j.Spec.SubmitterPodTemplate != nil {
@@ -208,20 +145,13 @@ func (j *RayJob) PodSets() ([]berthv1alpha1.PodSet, error) {
 // template, the head's and the submitter's templates.
 func (j *RayJob) PodSetPaths(podSet string) (count, template *field.Path) {
 	cluster := field.NewPath("spec", "rayClusterSpec")
-	switch podSet {
-	case HeadPodSet:
-		t := cluster.Child("headGroupSpec", "template")
-		return t, t
-	case SubmitterPodSet:
+	if podSet == SubmitterPodSet {
 		t := field.NewPath("spec", "submitterPodTemplate")
 		return t, t
 	}
 	if c := j.Spec.RayClusterSpec; c != nil {
-		for i := range c.WorkerGroupSpecs {
-			if c.WorkerGroupSpecs[i].GroupName == podSet {
-				g := cluster.Child("workerGroupSpecs").Index(i)
-				return g.Child("replicas"), g.Child("template")
-			}
+		if count, template, ok := raycluster.PodSetPaths(c, cluster, podSet); ok {
+			return count, template
 		}
 	}
 	return cluster.Child("workerGroupSpecs"), cluster.Child("workerGroupSpecs")
@@ -284,10 +214,4 @@ func (j *RayJob) Finished() (bool, bool, string) {
 // PodsReady reports whether the RayJob's cluster is ready: its head and
 // workers all ran ready (RayClusterProvisioned), or, from a KubeRay that
 // does not set the conditions, its cluster's state is ready.
-func (j *RayJob) PodsReady() bool {
-	st := &j.Status.RayClusterStatus
-	if c := meta.FindStatusCondition(st.Conditions, string(rayv1.RayClusterProvisioned)); c != nil {
-		return c.Status == metav1.ConditionTrue
-	}
-	return st.State == rayv1.Ready //nolint:staticcheck // the conditions replace State behind a KubeRay feature gate
-}
+func (j *RayJob) PodsReady() bool { return raycluster.Ready(&j.Status.RayClusterStatus) }

@@ -174,22 +174,7 @@ func waitHeldAndUnstartable(t *testing.T, rj *rayv1.RayJob) {
 		return nil
 	})
 
-	waitFor(t, "starting the waiting RayJob refused", func(ctx context.Context) error {
-		cur := &rayv1.RayJob{}
-		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(rj), cur); err != nil {
-			return err
-		}
-		cur.Spec.Suspend = false
-		err := server.Client.Update(ctx, cur)
-		if err == nil {
-			return fmt.Errorf("unsuspending a waiting RayJob was accepted")
-		}
-		if !strings.Contains(err.Error(), "spec.suspend") {
-			return fmt.Errorf("refused without naming spec.suspend: %w", err)
-		}
-		return nil
-	})
-
+	waitUpdateRefused(t, "starting the waiting RayJob", rj, func(rj *rayv1.RayJob) { rj.Spec.Suspend = false }, "spec.suspend")
 }
 
 func TestRayJobThatBerthCannotBoundIsRefused(t *testing.T) {
@@ -211,51 +196,57 @@ func TestRayJobThatBerthCannotBoundIsRefused(t *testing.T) {
 		}
 		return admitted(w)
 	})
-	waitFor(t, "growing its workers refused", func(ctx context.Context) error {
-		cur := &rayv1.RayJob{}
-		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(rj), cur); err != nil {
-			return err
-		}
-		cur.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4)
-		err := server.Client.Update(ctx, cur)
-		if err == nil {
-			return fmt.Errorf("growing the workers of an admitted RayJob was accepted")
-		}
-		if !strings.Contains(err.Error(), "spec.rayClusterSpec.workerGroupSpecs[0].replicas") {
-			return fmt.Errorf("refused without naming the field: %w", err)
-		}
-		return nil
-	})
+	waitUpdateRefused(t, "growing its workers", rj, func(rj *rayv1.RayJob) {
+		rj.Spec.RayClusterSpec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](4)
+	}, "spec.rayClusterSpec.workerGroupSpecs[0].replicas")
 }
 
-// TestRayJobSampleIsAdmitted creates config/samples/ray/rayjob.yaml, in a
-// namespace of its own on a queue with room for it: the sample is what the
-// CRD accepts and Berth admits whole.
-func TestRayJobSampleIsAdmitted(t *testing.T) {
-	flavor := unique("flavor")
-	cq := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).
-		Resource("cpu", "16").Resource("memory", "64Gi").Resource("nvidia.com/gpu", "2").Obj())
-	ns := namespace(t, nil)
-	mustCreate(t, utiltesting.MakeResourceFlavor(flavor), cq.Obj(), utiltesting.MakeLocalQueue("training", ns, cq.Name))
-	raw, err := os.ReadFile(filepath.Join(apiserver.RepoRoot(), "config", "samples", "ray", "rayjob.yaml"))
-	if err != nil {
-		t.Fatal(err)
+// TestRaySamplesAreAdmitted creates config/samples/ray's RayJob and
+// RayCluster, each in a namespace of its own on a queue with room for it:
+// the samples are what the CRDs accept and Berth admits whole.
+func TestRaySamplesAreAdmitted(t *testing.T) {
+	samples := map[string]struct {
+		obj      client.Object
+		workload func(context.Context, client.Object) (*berthv1alpha1.Workload, error)
+		// cpu is what it asks for: the head's 1 cpu and the workers' 2 x 4,
+		// and the RayJob's submitter's 500m.
+		cpu string
+	}{
+		"rayjob.yaml": {obj: &rayv1.RayJob{}, cpu: "9500m",
+			workload: func(ctx context.Context, o client.Object) (*berthv1alpha1.Workload, error) {
+				return rayJobWorkload(ctx, o.(*rayv1.RayJob))
+			}},
+		"raycluster.yaml": {obj: &rayv1.RayCluster{}, cpu: "9",
+			workload: func(ctx context.Context, o client.Object) (*berthv1alpha1.Workload, error) {
+				return rayClusterWorkload(ctx, o.(*rayv1.RayCluster))
+			}},
 	}
-	rj := &rayv1.RayJob{}
-	if err := yaml.UnmarshalStrict(raw, rj); err != nil {
-		t.Fatal(err)
+	for file, sample := range samples {
+		t.Run(file, func(t *testing.T) {
+			flavor := unique("flavor")
+			cq := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).
+				Resource("cpu", "16").Resource("memory", "64Gi").Resource("nvidia.com/gpu", "2").Obj())
+			ns := namespace(t, nil)
+			mustCreate(t, utiltesting.MakeResourceFlavor(flavor), cq.Obj(), utiltesting.MakeLocalQueue("training", ns, cq.Name))
+			raw, err := os.ReadFile(filepath.Join(apiserver.RepoRoot(), "config", "samples", "ray", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.UnmarshalStrict(raw, sample.obj); err != nil {
+				t.Fatal(err)
+			}
+			sample.obj.SetNamespace(ns)
+			mustCreate(t, sample.obj)
+			waitFor(t, "the sample admitted", func(ctx context.Context) error {
+				w, err := sample.workload(ctx, sample.obj)
+				if err != nil {
+					return err
+				}
+				return admitted(w)
+			})
+			waitForClusterQueue(t, cq.Name, func(cq *berthv1alpha1.ClusterQueue) error {
+				return usageIs(cq, sample.cpu, "0")
+			})
+		})
 	}
-	rj.Namespace = ns
-	mustCreate(t, rj)
-	waitFor(t, "the sample admitted", func(ctx context.Context) error {
-		w, err := rayJobWorkload(ctx, rj)
-		if err != nil {
-			return err
-		}
-		return admitted(w)
-	})
-	waitForClusterQueue(t, cq.Name, func(cq *berthv1alpha1.ClusterQueue) error {
-		// The head's 1 cpu, the workers' 2 x 4 and the submitter's 500m.
-		return usageIs(cq, "9500m", "0")
-	})
 }

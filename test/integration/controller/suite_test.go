@@ -32,6 +32,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/jobset"
 	_ "github.com/berth-dev/berth/pkg/jobs/leaderworkerset"
 	_ "github.com/berth-dev/berth/pkg/jobs/pod"
+	_ "github.com/berth-dev/berth/pkg/jobs/raycluster"
 	_ "github.com/berth-dev/berth/pkg/jobs/rayjob"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	"github.com/berth-dev/berth/pkg/metrics"
@@ -45,7 +46,7 @@ var (
 	stopManager func()
 )
 
-var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset", "ray.io/rayjob"}
+var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset", "ray.io/rayjob", "ray.io/raycluster"}
 
 func TestMain(m *testing.M) {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
