@@ -3,14 +3,16 @@
 # local process, with a CA of its own that the API server trusts for its
 # webhooks, and waits until its webhooks answer.
 #
-#   hack/local-controller.sh jobset|lws
+#   hack/local-controller.sh jobset|lws|ray
 #
 # jobset: the JobSet controller (config/local/jobset*.yaml).
 # lws:    the LeaderWorkerSet controller (config/local/lws*.yaml).
+# ray:    KubeRay's operator, with no webhooks of its own (KubeRay's are
+#         off by default); it is up once its readiness probe answers.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-name=${1:?usage: hack/local-controller.sh jobset|lws}
+name=${1:?usage: hack/local-controller.sh jobset|lws|ray}
 OUT=$ROOT/_output/local/$name
 export KUBECONFIG=$ROOT/_output/local/kubeconfig
 KUBECTL=("$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG")
@@ -26,30 +28,55 @@ lws)
 	probe='{"apiVersion":"leaderworkerset.x-k8s.io/v1","kind":"LeaderWorkerSet","metadata":{"name":"probe","namespace":"default"},
 "spec":{"leaderWorkerTemplate":{"size":1,"workerTemplate":{"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}}'
 	;;
+ray)
+	title="KubeRay's operator"
+	;;
 *)
-	echo "local-controller: unknown controller $name, want jobset or lws" >&2
+	echo "local-controller: unknown controller $name, want jobset, lws or ray" >&2
 	exit 2
 	;;
 esac
 mkdir -p "$OUT"
 
 "$ROOT/hack/toolchain.sh" "$name"
-if [[ ! -f $OUT/certs/ca.crt ]]; then
-	(cd "$ROOT" && go run ./hack/certgen -dir "$OUT/certs")
+if [[ $name != ray ]]; then
+	if [[ ! -f $OUT/certs/ca.crt ]]; then
+		(cd "$ROOT" && go run ./hack/certgen -dir "$OUT/certs")
+	fi
+	ca=$(base64 -w0 <"$OUT/certs/ca.crt")
+	sed "s#CA_BUNDLE#$ca#" "$ROOT/config/local/$name-webhooks.yaml" | "${KUBECTL[@]}" apply -f - >/dev/null
 fi
-ca=$(base64 -w0 <"$OUT/certs/ca.crt")
-sed "s#CA_BUNDLE#$ca#" "$ROOT/config/local/$name-webhooks.yaml" | "${KUBECTL[@]}" apply -f - >/dev/null
 
 echo "local-up: starting $title"
 if [[ -f $OUT/pid ]]; then
 	kill "$(cat "$OUT/pid")" 2>/dev/null || true
 	while kill -0 "$(cat "$OUT/pid")" 2>/dev/null; do sleep 0.2; done
 fi
-(cd "$ROOT" && exec nohup "bin/$name-controller" --config "config/local/$name.yaml" >>"$OUT/$name.log" 2>&1) &
+if [[ $name == ray ]]; then
+	(cd "$ROOT" && exec nohup bin/ray-operator --enable-leader-election=false --log-stdout-encoder console \
+		--metrics-addr 127.0.0.1:18094 --health-probe-bind-address 127.0.0.1:18095 >>"$OUT/$name.log" 2>&1) &
+else
+	(cd "$ROOT" && exec nohup "bin/$name-controller" --config "config/local/$name.yaml" >>"$OUT/$name.log" 2>&1) &
+fi
 echo $! >"$OUT/pid"
 
+# up reports whether the controller answers: its webhooks, or KubeRay's
+# readiness probe (over bash's /dev/tcp: no HTTP client is assumed).
+up() {
+	if [[ $name != ray ]]; then
+		echo "$probe" | "${KUBECTL[@]}" create --dry-run=server -f - >/dev/null 2>&1
+		return
+	fi
+	local status
+	{ exec 3<>/dev/tcp/127.0.0.1/18095; } 2>/dev/null || return 1
+	printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+	read -r _ status _ <&3 || status=
+	exec 3<&-
+	[[ $status == 200 ]]
+}
+
 for _ in $(seq 120); do
-	if echo "$probe" | "${KUBECTL[@]}" create --dry-run=server -f - >/dev/null 2>&1; then
+	if up; then
 		echo "local-up: $title is up; its log is _output/local/$name/$name.log"
 		exit 0
 	fi
@@ -61,5 +88,5 @@ for _ in $(seq 120); do
 	sleep 0.5
 done
 tail -20 "$OUT/$name.log" >&2
-echo "local-up: the webhooks of $title did not answer within 60s" >&2
+echo "local-up: $title did not answer within 60s" >&2
 exit 1

@@ -64,7 +64,8 @@ fi
 echo "local-up: applying the nodes, the CRDs, the validation policy and the webhooks"
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/nodes.yaml" >/dev/null
 JOBSET_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/jobset)/config/components/crd/bases
-LWS_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/lws lws)/config/crd/bases
+LWS_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/lws operators)/config/crd/bases
+RAY_CRDS=$("$ROOT/hack/moddir.sh" github.com/ray-project/kuberay/ray-operator operators)/config/crd/bases
 # wait_for ARGS... retries `kubectl wait`: it gives up at once on an object
 # that has no conditions yet, as a new CRD or node has for a moment.
 wait_for() {
@@ -78,7 +79,7 @@ wait_for() {
 }
 # Server-side: the Workload CRD is larger than client-side apply's annotation.
 # The ProvisioningRequest CRD stands for cluster-autoscaler's.
-for crds in "$ROOT/config/crd/bases" "$ROOT/config/components/provisioningrequest" "$JOBSET_CRDS" "$LWS_CRDS"; do
+for crds in "$ROOT/config/crd/bases" "$ROOT/config/components/provisioningrequest" "$JOBSET_CRDS" "$LWS_CRDS" "$RAY_CRDS"; do
 	"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
 	wait_for --for=condition=Established -f "$crds"
 done
@@ -93,6 +94,7 @@ wait_for --for=condition=Ready node --all
 "$ROOT/hack/local-berth.sh"
 "$ROOT/hack/local-controller.sh" jobset
 "$ROOT/hack/local-controller.sh" lws
+"$ROOT/hack/local-controller.sh" ray
 
 # The test double of cluster-autoscaler (test/autoscalerdouble): it answers
 # ProvisioningRequests with kwok nodes.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned tools Berth needs from the Go module proxy into bin/.
 #
-#   hack/toolchain.sh [kube|berth-scheduler|etcd|kwok|jobset|lws|helm|controller-gen|golangci-lint|all]...
+#   hack/toolchain.sh [kube|berth-scheduler|etcd|kwok|jobset|lws|ray|helm|controller-gen|golangci-lint|all]...
 #
 # Each tool is rebuilt only when its pins change: a stamp under bin/.stamps
 # records the hash of what it was built from. No release binaries or images
@@ -109,12 +109,16 @@ build_jobset() {
 	stamp jobset
 }
 
-build_lws() {
-	local mod=$ROOT/hack/tools/lws
-	if fresh lws "$BIN/lws-controller" "$(filehash "$mod/go.mod" "$mod/go.sum")"; then return; fi
-	log "building the LeaderWorkerSet controller"
+# build_operators builds the LeaderWorkerSet controller and KubeRay's
+# operator from one module (hack/tools/operators): they share Kubernetes
+# libraries of their own, compiled once for both.
+build_operators() {
+	local mod=$ROOT/hack/tools/operators
+	if fresh operators "$BIN/lws-controller" "$(filehash "$mod/go.mod" "$mod/go.sum")" && [[ -x $BIN/ray-operator ]]; then return; fi
+	log "building the LeaderWorkerSet controller and KubeRay's operator"
 	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/lws-controller" sigs.k8s.io/lws/cmd)
-	stamp lws
+	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/ray-operator" github.com/ray-project/kuberay/ray-operator)
+	stamp operators
 }
 
 build_kwok() {
@@ -147,7 +151,7 @@ main() {
 		etcd) build_etcd ;;
 		kwok) build_kwok ;;
 		jobset) build_jobset ;;
-		lws) build_lws ;;
+		lws | ray) build_operators ;;
 		helm) build_helm ;;
 		controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 		golangci-lint) go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;

@@ -97,6 +97,9 @@ func (j *RayJob) refused() *field.Error {
 	switch {
 	case j.Spec.RayClusterSpec == nil:
 		return field.Required(spec.Child("rayClusterSpec"), "Berth queues a RayJob that brings its own cluster; one that runs on an existing cluster (clusterSelector) holds no quota of its own")
+	case !j.Spec.ShutdownAfterJobFinishes:
+		return field.Invalid(spec.Child("shutdownAfterJobFinishes"), false,
+			"KubeRay refuses to hold a suspended RayJob that keeps its cluster once it finishes, and Berth holds a queued RayJob suspended; set it to true")
 	case j.Spec.SubmissionMode == rayv1.SidecarMode:
 		return field.NotSupported(spec.Child("submissionMode"), j.Spec.SubmissionMode,
 			[]string{string(rayv1.K8sJobMode), string(rayv1.HTTPMode), string(rayv1.InteractiveMode)})

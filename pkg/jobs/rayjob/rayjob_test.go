@@ -26,7 +26,7 @@ func group(name string, replicas, lo, hi *int32, hosts int32) rayv1.WorkerGroupS
 }
 
 func rayJob(groups ...rayv1.WorkerGroupSpec) *RayJob {
-	return &RayJob{Spec: rayv1.RayJobSpec{Suspend: true, RayClusterSpec: &rayv1.RayClusterSpec{
+	return &RayJob{Spec: rayv1.RayJobSpec{Suspend: true, ShutdownAfterJobFinishes: true, RayClusterSpec: &rayv1.RayClusterSpec{
 		HeadGroupSpec:    rayv1.HeadGroupSpec{Template: template("1")},
 		WorkerGroupSpecs: groups,
 	}}}
@@ -114,6 +114,10 @@ func TestPodSetsRefuseWhatBerthCannotBound(t *testing.T) {
 		"Ray's autoscaler": {
 			edit:  func(j *RayJob) { j.Spec.RayClusterSpec.EnableInTreeAutoscaling = ptr.To(true) },
 			field: "spec.rayClusterSpec.enableInTreeAutoscaling",
+		},
+		"a cluster kept once finished, which KubeRay does not suspend": {
+			edit:  func(j *RayJob) { j.Spec.ShutdownAfterJobFinishes = false },
+			field: "spec.shutdownAfterJobFinishes",
 		},
 		"a sidecar submitter": {
 			edit:  func(j *RayJob) { j.Spec.SubmissionMode = rayv1.SidecarMode },

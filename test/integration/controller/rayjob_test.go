@@ -37,7 +37,8 @@ func rayJob(ns, name string, workers int32) *rayv1.RayJob {
 	return &rayv1.RayJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}},
 		Spec: rayv1.RayJobSpec{
-			Entrypoint: "python train.py",
+			Entrypoint:               "python train.py",
+			ShutdownAfterJobFinishes: true,
 			RayClusterSpec: &rayv1.RayClusterSpec{
 				HeadGroupSpec: rayv1.HeadGroupSpec{RayStartParams: map[string]string{}, Template: rayTemplate("1")},
 				WorkerGroupSpecs: []rayv1.WorkerGroupSpec{{

@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// The LeaderWorkerSet release the local cluster runs.
-	lws, err := apiserver.ToolModuleDir("lws", "sigs.k8s.io/lws")
+	lws, err := apiserver.ToolModuleDir("operators", "sigs.k8s.io/lws")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
