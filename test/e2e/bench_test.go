@@ -13,10 +13,12 @@ import (
 )
 
 // BenchmarkAdmitPodsBesideJobs queues the same number of single pods, of
-// pods in groups of four, and of one-pod Jobs (1,000, or
-// BERTH_BENCH_OBJECTS) in one ClusterQueue of the local cluster with room
-// for all of them, and reports for each how fast they are admitted and
-// what the controller spends per admission and per pod:
+// pods in groups of four, of one-pod Jobs and of RayJobs of a head and one
+// worker (1,000, or BERTH_BENCH_OBJECTS) in one ClusterQueue of the local
+// cluster with room for all of them, and reports for each how fast they
+// are admitted and what the controller spends per admission and per pod.
+// KubeRay's operator runs the admitted RayJobs meanwhile, as it would in a
+// cluster:
 //
 //	make local-up && go test -run '^$' -bench AdmitPodsBesideJobs -benchtime 1x ./test/e2e/
 //
@@ -27,7 +29,7 @@ func BenchmarkAdmitPodsBesideJobs(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BERTH_BENCH_OBJECTS")); err == nil && v > 0 {
 		n = v
 	}
-	for _, kind := range []string{"pods", "pod-groups", "jobs"} {
+	for _, kind := range []string{"pods", "pod-groups", "jobs", "rayjobs"} {
 		b.Run(kind, func(b *testing.B) {
 			for range b.N {
 				admitMany(b, kind, n)
@@ -46,7 +48,7 @@ func admitMany(b *testing.B, kind string, n int) {
 	h100 := e.flavor("h100")
 	e.localQueue("main", e.queue("bench", "", gpuQuota{flavor: h100, gpus: "0"}))
 	var objects strings.Builder
-	workloads := n
+	workloads, pods := n, n
 	for i := range n {
 		switch kind {
 		case "pods":
@@ -54,6 +56,9 @@ func admitMany(b *testing.B, kind string, n int) {
 		case "pod-groups":
 			objects.WriteString(benchPod(e.ns, fmt.Sprintf("p%d", i), fmt.Sprintf("g%d", i/benchGroupSize)))
 			workloads = n / benchGroupSize
+		case "rayjobs":
+			objects.WriteString(benchRayJob(e.ns, fmt.Sprintf("r%d", i)))
+			pods = 2 * n
 		default:
 			objects.WriteString(benchJob(e.ns, fmt.Sprintf("j%d", i)))
 		}
@@ -81,10 +86,10 @@ func admitMany(b *testing.B, kind string, n int) {
 	b.StopTimer()
 	cpu := cpuSeconds(b, proc) - before
 	b.ReportMetric(float64(workloads)/elapsed.Seconds(), "admissions/s")
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "pods/s")
+	b.ReportMetric(float64(pods)/elapsed.Seconds(), "pods/s")
 	b.ReportMetric(created.Seconds(), "s-to-create")
 	b.ReportMetric(1000*cpu/float64(workloads), "controller-cpu-ms/admission")
-	b.ReportMetric(1000*cpu/float64(n), "controller-cpu-ms/pod")
+	b.ReportMetric(1000*cpu/float64(pods), "controller-cpu-ms/pod")
 }
 
 func cpuSeconds(b *testing.B, proc procfs.Proc) float64 {
@@ -119,4 +124,30 @@ func benchPod(ns, name, group string) string {
 // benchJob is a Job of one pod like benchPod's.
 func benchJob(ns, name string) string {
 	return fmt.Sprintf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: %s, namespace: %s, labels: {berth.dev/queue-name: main}}\nspec:\n  template:\n    spec:\n      %s\n", name, ns, benchSpec("      "))
+}
+
+// benchRayJob is a RayJob of a head and one worker like benchPod, whose
+// Ray job KubeRay submits over HTTP (no submitter pod).
+func benchRayJob(ns, name string) string {
+	return fmt.Sprintf(`apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: %s, namespace: %s, labels: {berth.dev/queue-name: main}}
+spec:
+  entrypoint: python bench.py
+  submissionMode: HTTPMode
+  shutdownAfterJobFinishes: true
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          %s
+    workerGroupSpecs:
+    - groupName: w
+      replicas: 1
+      rayStartParams: {}
+      template:
+        spec:
+          %s
+`, name, ns, benchSpec("          "), benchSpec("          "))
 }
