@@ -138,3 +138,60 @@ spec:
 		return nil
 	})
 }
+
+// TestRayJobPreemptedAndRequeuedWithKubeRay preempts a running RayJob for
+// a Job of higher priority: Berth suspends it, KubeRay deletes its cluster
+// and submitter, the Job runs only once their pods are gone, and the
+// RayJob, requeued, runs again once the Job has finished. The GPUs that
+// bound pods hold never exceed the quota.
+func TestRayJobPreemptedAndRequeuedWithKubeRay(t *testing.T) {
+	e := newEnv(t)
+	low, high := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	cq := e.queue("rayprio", "  preemption: {withinClusterQueue: LowerPriority}\n", gpuQuota{flavor: e.flavor("h100"), gpus: "4"})
+	e.localQueue("main", cq)
+	e.sampleGPUs(4)
+	apply(t, fmt.Sprintf(`apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: tune, namespace: %s, labels: {berth.dev/queue-name: main, berth.dev/priority-class: %s}}
+spec:
+  entrypoint: python tune.py
+  shutdownAfterJobFinishes: true
+  submitterPodTemplate:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: submitter
+        image: rayproject/ray:2.41.0
+        resources: {requests: {cpu: 100m}}
+  rayClusterSpec:
+%s`, e.ns, low, rayClusterSpec("    ", 3)))
+	running := func(what string) {
+		t.Helper()
+		eventually(t, what, 120*time.Second, func(ctx context.Context) error {
+			pods := e.podsOf(ctx, e.workload(ctx, "tune"))
+			if n := strings.Count(pods, "gpu=Running@h100-"); n != 3 || !strings.Contains(pods, "head=Running@h100-") {
+				return fmt.Errorf("the RayJob's pods: %q", pods)
+			}
+			return nil
+		})
+	}
+	running("the RayJob's head and 3 workers running")
+
+	e.job("urgent", "main", high, 1, 4, "10s")
+	e.waitCondition("tune", "Preempted", "True", "InClusterQueue")
+	eventually(t, "the RayJob suspended and its pods gone", 90*time.Second, func(ctx context.Context) error {
+		if s := get(ctx, "rayjob", "tune", "-n", e.ns, "-o", "jsonpath={.spec.suspend}"); s != "true" {
+			return fmt.Errorf("spec.suspend is %q", s)
+		}
+		if pods := e.podsOf(ctx, e.workload(ctx, "tune")); pods != "" {
+			return fmt.Errorf("pods left: %q", pods)
+		}
+		return nil
+	})
+	e.waitCondition("urgent", "Admitted", "True", "")
+	e.waitPending("tune", "needs 3 nvidia.com/gpu")
+	// The Job ends 10s after it runs: the RayJob is admitted again and
+	// KubeRay makes its cluster anew.
+	e.waitCondition("urgent", "Finished", "True", "")
+	running("the requeued RayJob running again")
+}
