@@ -228,6 +228,8 @@ spec:
 		table.add("Pod group", "give an 8-GPU pod the role of a 1-GPU pod; remove Berth's gate", "refused, naming the annotation and spec.schedulingGates")
 	})
 
+	rayEscapes(t, table)
+
 	t.Run("JobSet/a podset just below 2^63 beside a small one", func(t *testing.T) {
 		e := newEnv(t)
 		e.localQueue("main", e.queue("wrap", "", gpuQuota{flavor: e.flavor("h100"), gpus: "8"}))

@@ -195,3 +195,55 @@ spec:
 	e.waitCondition("urgent", "Finished", "True", "")
 	running("the requeued RayJob running again")
 }
+
+// rayEscapes are the escape matrix's rows for KubeRay's kinds, run by
+// KubeRay's operator.
+func rayEscapes(t *testing.T, table *escapeTable) {
+	t.Run("RayJob/its running cluster's workers and queue label", func(t *testing.T) {
+		e := newEnv(t)
+		e.localQueue("main", e.queue("raycluster", "", gpuQuota{flavor: e.flavor("h100"), gpus: "2"}))
+		e.sampleGPUs(2)
+		apply(t, fmt.Sprintf("apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: grow, namespace: %s, labels: {berth.dev/queue-name: main}}\nspec:\n  entrypoint: python grow.py\n  submissionMode: HTTPMode\n  shutdownAfterJobFinishes: true\n  rayClusterSpec:\n%s",
+			e.ns, rayClusterSpec("    ", 2)))
+		var cluster string
+		eventually(t, "the RayJob's cluster running", 120*time.Second, func(ctx context.Context) error {
+			if pods := e.podsOf(ctx, e.workload(ctx, "grow")); strings.Count(pods, "gpu=Running") != 2 {
+				return fmt.Errorf("the RayJob's pods: %q", pods)
+			}
+			cluster = get(ctx, "rayjob", "grow", "-n", e.ns, "-o", "jsonpath={.status.rayClusterName}")
+			return nil
+		})
+		e.refused([]string{"spec.workerGroupSpecs[0].replicas"}, "patch", "raycluster", cluster, "-n", e.ns, "--type=json",
+			"-p", `[{"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":4}]`)
+		e.refused([]string{"metadata.labels[berth.dev/queue-name]", "grow"}, "label", "raycluster", cluster, "-n", e.ns, "berth.dev/queue-name-")
+		e.auditClean()
+		table.add("RayJob", "grow the workers of the cluster KubeRay made for it, or take that cluster's queue label off", "refused, naming the field")
+	})
+
+	t.Run("RayCluster/delete --cascade=orphan", func(t *testing.T) {
+		e := newEnv(t)
+		e.localQueue("main", e.queue("rayorphan", "", gpuQuota{flavor: e.flavor("h100"), gpus: "4"}))
+		e.sampleGPUs(4)
+		apply(t, fmt.Sprintf("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: orphaned, namespace: %s, labels: {berth.dev/queue-name: main}}\nspec:\n%s",
+			e.ns, rayClusterSpec("  ", 4)))
+		eventually(t, "the RayCluster's 4 workers running", 120*time.Second, func(ctx context.Context) error {
+			if pods := e.podsOf(ctx, e.workload(ctx, "orphaned")); strings.Count(pods, "gpu=Running") != 4 {
+				return fmt.Errorf("the RayCluster's pods: %q", pods)
+			}
+			return nil
+		})
+		if _, err := kubectl(t.Context(), "", "delete", "raycluster", "orphaned", "-n", e.ns, "--cascade=orphan"); err != nil {
+			t.Fatal(err)
+		}
+		e.submit(jobSpec{name: "next", queue: "main", completions: 1, parallelism: 1, gpus: 4, runFor: "5s"})
+		e.running("next", 1)
+		eventually(t, "no orphaned pod of the RayCluster left", time.Minute, func(ctx context.Context) error {
+			if out := get(ctx, "pods", "-n", e.ns, "-l", "ray.io/cluster=orphaned", "-o", "name"); out != "" {
+				return fmt.Errorf("pods left: %s", out)
+			}
+			return nil
+		})
+		e.auditClean()
+		table.add("RayCluster", "kubectl delete raycluster --cascade=orphan", "its pods stopped, the quota released once they are gone, the next job admitted")
+	})
+}
