@@ -116,6 +116,25 @@ spec:
 		}
 		return path
 	}
+	// A RayJob of a head and two one-GPU workers, in HTTPMode (no
+	// submitter): podsets head and gpu.
+	rayJob := filepath.Join(t.TempDir(), "rayjob.yaml")
+	if err := os.WriteFile(rayJob, []byte(`apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: tune, namespace: b, labels: {berth.dev/queue-name: main}}
+spec:
+  shutdownAfterJobFinishes: true
+  submissionMode: HTTPMode
+  rayClusterSpec:
+    headGroupSpec:
+      template: {spec: {containers: [{name: head, image: x}]}}
+    workerGroupSpecs:
+    - groupName: gpu
+      replicas: 2
+      template: {spec: {containers: [{name: w, image: x, resources: {requests: {nvidia.com/gpu: "1"}}}]}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	notAJob := filepath.Join(t.TempDir(), "cm.yaml")
 	if err := os.WriteFile(notAJob, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -189,6 +208,7 @@ spec:
 		// cycle: 6 are left for the new job.
 		"what-if-admitted":  {args: []string{"what-if", "-f", manifest("6")}},
 		"what-if-waits":     {args: []string{"what-if", "-f", manifest("10"), "-o", "json"}},
+		"what-if-rayjob":    {args: []string{"what-if", "-f", rayJob}},
 		"what-if-not-a-job": {args: []string{"what-if", "-f", notAJob}, wantErr: "ConfigMap is not a kind Berth runs"},
 		"missing-queue":     {args: []string{"positions", "cq", "nope"}, wantErr: "ClusterQueue nope not found"},
 		"missing-job":       {args: []string{"why", "job/nope", "-n", "a"}, wantErr: "Job nope not found in namespace a"},
