@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,7 @@ func TestInstalledController(t *testing.T) {
 	mustKubectl(t, "", "scale", "deployment", deployment.Name, "-n", deployment.Namespace, "--replicas=0")
 	apply(t, webhookEndpoints(t, deployment.Namespace))
 
+	enableRay(t, deployment)
 	proc := runAsDeployed(t, release, deployment, "installed")
 	if err := proc.start(); err != nil {
 		t.Fatal(err)
@@ -507,6 +509,41 @@ func runAsDeployed(t *testing.T, release string, d *appsv1.Deployment, name stri
 		env = append(env, e.Name+"="+e.Value)
 	}
 	return &installed{script: script.String(), env: env, logFile: filepath.Join(dir, "berth.log")}
+}
+
+// enableRay does what the shipped configuration's comments tell an
+// administrator with KubeRay installed to do: it uncomments
+// ray.io/rayjob and ray.io/raycluster in the frameworks of the
+// Deployment's configuration, in the cluster, so that the stories run the
+// Ray rows with the installed controller's RBAC.
+func enableRay(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.ConfigMap == nil {
+			continue
+		}
+		data := configMapData(t, d.Namespace, v.ConfigMap.Name)
+		changed := map[string]string{}
+		for key, value := range data {
+			on := value
+			for _, f := range []string{"ray.io/rayjob", "ray.io/raycluster"} {
+				on = strings.Replace(on, "# - "+f+"\n", "- "+f+"\n", 1)
+			}
+			if strings.Count(on, "\n") == strings.Count(value, "\n") && len(on) == len(value)-4 {
+				changed[key] = on
+			}
+		}
+		if len(changed) == 0 {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"data": changed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustKubectl(t, "", "patch", "configmap", v.ConfigMap.Name, "-n", d.Namespace, "--type=merge", "-p", string(patch))
+		return
+	}
+	t.Fatal("the Deployment's configuration offers no commented ray.io/rayjob and ray.io/raycluster to enable")
 }
 
 // configMapData reads a ConfigMap's data from the cluster.
