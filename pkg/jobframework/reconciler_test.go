@@ -226,6 +226,13 @@ func TestJobReconciler(t *testing.T) {
 				berthv1alpha1.WorkloadEvicted: "True", berthv1alpha1.WorkloadRequeued: "True",
 			}},
 		},
+		"a stopped evicted job whose pod sets changed gets a new Workload, not its old one requeued": {
+			job: suspended(job()).Request("nvidia.com/gpu", "8").Obj(),
+			workload: func(j *batchv1.Job) *berthv1alpha1.Workload {
+				return evicted(admitted(workloadOf(job().Obj()))).Obj()
+			},
+			wantJob: jobState{Exists: true, Suspended: true, Parallelism: 2},
+		},
 		"an evicted job's quota waits for its pods to end": {
 			job:      suspended(job()).Obj(),
 			workload: func(j *batchv1.Job) *berthv1alpha1.Workload { return evicted(admitted(workloadOf(j))).Obj() },

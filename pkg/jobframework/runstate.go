@@ -30,7 +30,8 @@ import (
 //	running beyond its admission          evict its Workload (PodSetsChanged)
 //	running                               report whether its pods are ready
 //	stopped, admitted, evicted            restore its templates; once its pods
-//	                                      are gone, requeue the Workload
+//	                                      are gone, requeue the Workload, or
+//	                                      replace it if pod sets changed
 //	stopped, admitted for other pod sets  evict its Workload (PodSetsChanged)
 //	stopped, admitted                     run it with the admission
 //	stopped, waiting, with an old         restore its templates
@@ -83,7 +84,15 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		}
 		return ctrl.Result{}, r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
 	case reserved && evicted:
-		return r.release(ctx, job, wl)
+		diff := ""
+		switch {
+		case !whole:
+		case composed:
+			diff = shapeDiffers(wl.Spec.PodSets, podSets)
+		case !carries:
+			diff = workload.PodSetsDiffer(wl.Spec.PodSets, podSets)
+		}
+		return r.release(ctx, job, wl, diff)
 	case admitted:
 		diff := ""
 		if composed {
@@ -242,8 +251,11 @@ func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alp
 }
 
 // release gives an evicted job's quota back once the job is stopped: its
-// templates restored and every pod it ran gone from its node.
-func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
+// templates restored and every pod it ran gone from its node. A job whose
+// pod sets changed (diff) gets a new Workload rather than its old one
+// requeued: requeued, the old one could be admitted again for what the job
+// no longer is, and evicted again.
+func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1alpha1.Workload, diff string) (ctrl.Result, error) {
 	if job.RestorePodSetsInfo(originalInfos(wl)) {
 		return ctrl.Result{}, r.update(ctx, job)
 	}
@@ -252,6 +264,9 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1
 			ctrl.LoggerFrom(ctx).V(3).Info("Waiting for the evicted job's pods to end", "pods", n)
 		}
 		return ctrl.Result{RequeueAfter: podsGonePoll}, err
+	}
+	if diff != "" {
+		return ctrl.Result{}, r.replace(ctx, job, wl, diff)
 	}
 	d := workload.NextRequeue(wl, r.backoff, time.Now())
 	if written, err := workloadwriter.Requeue(ctx, r.client, r.writer, wl, d); err != nil || !written {
