@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -47,6 +49,11 @@ type Integration struct {
 	// GroupSources are other kinds whose changes change a composed job,
 	// such as a StatefulSet, whose replicas are its group's size.
 	GroupSources []GroupSource
+	// Parts are the kinds of the objects a job of the kind makes that wait
+	// with it rather than queue by themselves: a Job's pods, a JobSet's
+	// Jobs, a LeaderWorkerSet's StatefulSets. An object of another kind
+	// that names such a job as its controller is not a part of it.
+	Parts []schema.GroupKind
 	// Setup, when set, replaces the job reconciler and webhooks: for a kind
 	// whose pods another integration queues, such as a Deployment's, whose
 	// webhook only hands its queue label down to its pods. NewJob and Wrap
@@ -73,6 +80,13 @@ type JobWithPodSpecs interface {
 var (
 	registryMu sync.Mutex
 	registry   = map[string]*Integration{}
+	// kinds knows the types of Kubernetes' kinds and of the registered
+	// integrations', to tell the kind of a typed object without TypeMeta.
+	kinds = func() *runtime.Scheme {
+		s := runtime.NewScheme()
+		utilruntime.Must(clientgoscheme.AddToScheme(s))
+		return s
+	}()
 )
 
 // Register makes a framework available. Frameworks call it from an init
@@ -84,6 +98,9 @@ func Register(i *Integration) {
 		panic(fmt.Sprintf("job integration %s registered twice", i.Name))
 	}
 	registry[i.Name] = i
+	if i.AddToScheme != nil {
+		utilruntime.Must(i.AddToScheme(kinds))
+	}
 }
 
 // Lookup returns the registered framework with the given name.

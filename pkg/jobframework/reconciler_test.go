@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -48,6 +49,7 @@ var fakeIntegration = &Integration{
 		return &fakeJob{*j}, nil
 	},
 	AddToScheme: batchv1.AddToScheme,
+	Parts:       []schema.GroupKind{{Kind: "Pod"}},
 }
 
 func (j *fakeJob) Object() client.Object { return &j.Job }

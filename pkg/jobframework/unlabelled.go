@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -22,20 +23,93 @@ import (
 // takesUnlabelled reports whether Berth takes obj, a job without the queue
 // label, when its namespace has a default LocalQueue or
 // ManageJobsWithoutQueueName is set: only in the namespaces
-// ManagedNamespaces selects, and never a part of a job of an integrated
-// kind (a JobSet's Jobs, a LeaderWorkerSet's StatefulSets), which waits
-// with that job. A pod with any controller is its controller's: its
-// Deployment, StatefulSet or Job takes the queue, not each pod.
+// ManagedNamespaces selects, and never a part of a job Berth holds (a
+// queued JobSet's Jobs, a queued Job's pods), which waits with that job.
+// An owner reference is the creator's to write: one naming an object of
+// another kind, or a job that is not there or not held, lets nothing run
+// around the quota.
 func (o Options) takesUnlabelled(ctx context.Context, c client.Reader, obj client.Object) (bool, error) {
-	if owner := metav1.GetControllerOf(obj); owner != nil {
-		if _, isPod := obj.(*corev1.Pod); isPod {
-			return false, nil
-		}
-		if _, integrated := ForKind(schema.FromAPIVersionAndKind(owner.APIVersion, owner.Kind)); integrated {
-			return false, nil
-		}
+	return o.takes(ctx, c, obj, ownerDepth)
+}
+
+// ownerDepth is how many controller references Berth follows up from a
+// job: a pod's Job's JobSet is two.
+const ownerDepth = 2
+
+func (o Options) takes(ctx context.Context, c client.Reader, obj client.Object, depth int) (bool, error) {
+	if held, err := o.heldOwner(ctx, c, obj, depth); err != nil || held {
+		return false, err
 	}
 	return NamespaceSelected(ctx, c, obj.GetNamespace(), o.ManagedNamespaces)
+}
+
+// HeldOwner reports whether obj is a part of a job that Berth holds: its
+// controller is an object of an enabled kind whose Parts include obj's
+// kind, that exists with the UID the reference names, and that is queued
+// itself, is a part of a held job (a JobSet's Jobs, whose pods wait with
+// the JobSet), or is held for ManageJobsWithoutQueueName. Such a part
+// waits with its job, not by itself.
+func (o Options) HeldOwner(ctx context.Context, c client.Reader, obj client.Object) (bool, error) {
+	return o.heldOwner(ctx, c, obj, ownerDepth)
+}
+
+func (o Options) heldOwner(ctx context.Context, c client.Reader, obj client.Object, depth int) (bool, error) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || depth == 0 {
+		return false, nil
+	}
+	i, ok := ForKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	if !ok || !o.Enables(i.Name) || !slices.Contains(i.Parts, kindOf(obj)) {
+		return false, nil
+	}
+	owner := ownerObject(i)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading the %s that controls %s: %w", ref.Kind, obj.GetName(), err)
+	}
+	if owner.GetUID() != ref.UID {
+		return false, nil
+	}
+	if QueueName(owner) != "" {
+		return true, nil
+	}
+	if up, err := o.heldOwner(ctx, c, owner, depth-1); err != nil || up {
+		return up, err
+	}
+	if !o.ManageJobsWithoutQueueName {
+		return false, nil
+	}
+	// Unlabelled and a part of no held job: held itself.
+	return NamespaceSelected(ctx, c, owner.GetNamespace(), o.ManagedNamespaces)
+}
+
+// ownerObject is an empty object of i's kind to read into: its job's, or,
+// for a kind Berth reads only as JSON (a LeaderWorkerSet), an
+// unstructured one.
+func ownerObject(i *Integration) client.Object {
+	if i.NewJob != nil {
+		return i.NewJob().Object()
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(i.GVK)
+	return u
+}
+
+// kindOf is the kind of obj: its TypeMeta's, or, for a typed object read
+// without it, its type's among the kinds Berth knows.
+func kindOf(obj client.Object) schema.GroupKind {
+	if gk := obj.GetObjectKind().GroupVersionKind().GroupKind(); gk.Kind != "" {
+		return gk
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	gvk, err := apiutil.GVKForObject(obj, kinds)
+	if err != nil {
+		return schema.GroupKind{}
+	}
+	return gvk.GroupKind()
 }
 
 // NamespaceSelected reports whether sel selects namespace ns; a nil sel

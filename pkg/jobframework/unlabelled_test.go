@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,8 +20,8 @@ import (
 )
 
 // unlabelledReader holds namespace "team" (labelled managed=true), "other",
-// and in "team" the LocalQueues named in queues.
-func unlabelledReader(t testing.TB, queues ...string) client.Reader {
+// in "team" the LocalQueues named in queues, and objs.
+func unlabelledReader(t testing.TB, queues []string, objs ...client.Object) client.Reader {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -29,51 +30,89 @@ func unlabelledReader(t testing.TB, queues ...string) client.Reader {
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	objs := []client.Object{
+	objs = append(objs,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{"managed": "true"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
-	}
+	)
 	for _, q := range queues {
 		objs = append(objs, &berthv1alpha1.LocalQueue{ObjectMeta: metav1.ObjectMeta{Name: q, Namespace: "team"}})
 	}
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
 
-// TestUnlabelledQueue: a new job without the queue label goes to its
+// TestUnlabelledQueue: a new object without the queue label goes to its
 // namespace's default LocalQueue, only in the managed namespaces, and
-// never when it is a part of a job of an integrated kind.
+// never when a job Berth holds controls it. Its owner references are its
+// creator's to write: one naming a job that is not there, not held, of
+// another UID or of a kind not enabled, lets it skip nothing.
 func TestUnlabelledQueue(t *testing.T) {
 	managed := labels.SelectorFromSet(labels.Set{"managed": "true"})
-	partOf := func(kind string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: kind, Name: "set", Controller: ptr.To(true)}}
+	job := func(name, uid, queue string, owner ...metav1.OwnerReference) *batchv1.Job {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID(uid), OwnerReferences: owner}}
+		if queue != "" {
+			j.Labels = map[string]string{berthv1alpha1.QueueNameLabel: queue}
+		}
+		return j
 	}
+	ref := func(kind, name, uid string) metav1.OwnerReference {
+		apiVersion := "batch/v1"
+		if kind != "Job" {
+			apiVersion = "v1"
+		}
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: ptr.To(true)}
+	}
+	owners := []client.Object{
+		job("queued", "u-queued", "main"),
+		job("free", "u-free", ""),
+		// Each claims the other: the walk up stops.
+		job("a", "u-a", "", ref("Job", "b", "u-b")),
+		job("b", "u-b", "", ref("Job", "a", "u-a")),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "team", UID: "u-cm"}},
+	}
+	defaulted := map[string]string{berthv1alpha1.QueueNameLabel: "default"}
+	enabled := []string{fakeIntegration.Name}
 	cases := map[string]struct {
 		ns, queue  string
-		owners     []metav1.OwnerReference
+		owner      *metav1.OwnerReference
 		manage     bool
+		frameworks []string
+		// deployment makes the new object a Deployment, not a pod.
+		deployment bool
 		wantQueue  string
 		wantHeld   bool
 		wantLabels map[string]string
 	}{
-		"the default LocalQueue":          {ns: "team", queue: "default", wantQueue: "default", wantHeld: true, wantLabels: map[string]string{berthv1alpha1.QueueNameLabel: "default"}},
-		"no default LocalQueue":           {ns: "team", queue: "main"},
-		"no default, held anyway":         {ns: "team", queue: "main", manage: true, wantHeld: true},
-		"a namespace the selector leaves": {ns: "other", queue: "default", manage: true},
-		"a part of a queued JobSet":       {ns: "team", queue: "default", owners: partOf("JobSet")},
-		"made by a kind Berth knows not":  {ns: "team", queue: "default", owners: partOf("Pipeline"), wantQueue: "default", wantHeld: true, wantLabels: map[string]string{berthv1alpha1.QueueNameLabel: "default"}},
+		"the default LocalQueue":               {ns: "team", queue: "default", wantQueue: "default", wantHeld: true, wantLabels: defaulted},
+		"no default LocalQueue":                {ns: "team", queue: "main"},
+		"no default, held anyway":              {ns: "team", queue: "main", manage: true, wantHeld: true},
+		"a namespace the selector leaves":      {ns: "other", queue: "default", manage: true},
+		"a part of a queued Job":               {ns: "team", queue: "default", owner: ptr.To(ref("Job", "queued", "u-queued")), frameworks: enabled},
+		"a part of a Job held without queue":   {ns: "team", queue: "main", manage: true, owner: ptr.To(ref("Job", "free", "u-free")), frameworks: enabled},
+		"a part of a Job in an ownership loop": {ns: "team", queue: "main", manage: true, owner: ptr.To(ref("Job", "a", "u-a")), frameworks: enabled},
+		"naming a Job that is not there":       {ns: "team", queue: "default", owner: ptr.To(ref("Job", "gone", "u-gone")), frameworks: enabled, wantQueue: "default", wantHeld: true, wantLabels: defaulted},
+		"naming a queued Job, another UID":     {ns: "team", queue: "default", owner: ptr.To(ref("Job", "queued", "u-other")), frameworks: enabled, wantQueue: "default", wantHeld: true, wantLabels: defaulted},
+		"a part of a Job Berth does not hold":  {ns: "team", queue: "default", owner: ptr.To(ref("Job", "free", "u-free")), frameworks: enabled, wantQueue: "default", wantHeld: true, wantLabels: defaulted},
+		"made by a kind Berth knows not":       {ns: "team", queue: "default", owner: ptr.To(ref("ConfigMap", "cm", "u-cm")), frameworks: enabled, wantQueue: "default", wantHeld: true, wantLabels: defaulted},
+		"a part of a Job of a kind disabled":   {ns: "team", queue: "default", owner: ptr.To(ref("Job", "queued", "u-queued")), wantQueue: "default", wantHeld: true, wantLabels: defaulted},
 	}
 	testIntegration(t)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := unlabelledReader(t, tc.queue)
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: tc.ns, OwnerReferences: tc.owners}}
-			opts := Options{ManagedNamespaces: managed, ManageJobsWithoutQueueName: tc.manage}
-			queue, held, err := opts.unlabelledQueue(t.Context(), c, job)
+			c := unlabelledReader(t, []string{tc.queue}, owners...)
+			var obj client.Object = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tc.ns}}
+			if tc.deployment {
+				obj = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: tc.ns}}
+			}
+			if tc.owner != nil {
+				obj.SetOwnerReferences([]metav1.OwnerReference{*tc.owner})
+			}
+			opts := Options{ManagedNamespaces: managed, ManageJobsWithoutQueueName: tc.manage, Frameworks: tc.frameworks}
+			queue, held, err := opts.unlabelledQueue(t.Context(), c, obj)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if queue != tc.wantQueue || held != tc.wantHeld || fmt.Sprint(job.Labels) != fmt.Sprint(tc.wantLabels) {
-				t.Errorf("got queue %q, held %v, labels %v; want %q, %v, %v", queue, held, job.Labels, tc.wantQueue, tc.wantHeld, tc.wantLabels)
+			if queue != tc.wantQueue || held != tc.wantHeld || fmt.Sprint(obj.GetLabels()) != fmt.Sprint(tc.wantLabels) {
+				t.Errorf("got queue %q, held %v, labels %v; want %q, %v, %v", queue, held, obj.GetLabels(), tc.wantQueue, tc.wantHeld, tc.wantLabels)
 			}
 		})
 	}
@@ -87,7 +126,7 @@ func BenchmarkUnlabelledQueue(b *testing.B) {
 	for i := range 9 {
 		queues = append(queues, fmt.Sprintf("q%d", i))
 	}
-	c := unlabelledReader(b, queues...)
+	c := unlabelledReader(b, queues)
 	opts := Options{ManagedNamespaces: labels.SelectorFromSet(labels.Set{"managed": "true"})}
 	for b.Loop() {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "team"}}
@@ -97,12 +136,11 @@ func BenchmarkUnlabelledQueue(b *testing.B) {
 	}
 }
 
-// testIntegration registers, once, an integration of the JobSet kind, so
-// that a Job it owns is a part of an integrated job.
+// testIntegration registers, once, the fake integration of batch/v1 Jobs,
+// so that the pods a Job controls are a part of an integrated job.
 func testIntegration(t *testing.T) {
 	t.Helper()
-	const name = "test/jobset"
-	if _, ok := Lookup(name); !ok {
-		Register(&Integration{Name: name, GVK: schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}})
+	if _, ok := Lookup(fakeIntegration.Name); !ok {
+		Register(fakeIntegration)
 	}
 }

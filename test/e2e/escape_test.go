@@ -126,6 +126,45 @@ spec:
 		table.add("Job", "delete a running pod that takes 20s to stop", fmt.Sprintf("replaced once stopped: at most %d of 8 GPUs held", sampler.peak()))
 	})
 
+	// An owner reference is its creator's to write: naming a queued Job
+	// as a Deployment's controller would, if Berth took the Deployment
+	// for a part of that Job, let it skip the namespace's default
+	// LocalQueue and run its pods ungated.
+	t.Run("Deployment/claim a queued Job as its controller", func(t *testing.T) {
+		e := newEnv(t)
+		e.localQueue("default", e.queue("claims", "", gpuQuota{flavor: e.flavor("h100"), gpus: "8"}))
+		e.sampleGPUs(8)
+		e.submit(jobSpec{name: "anchor", queue: "default", completions: 1, parallelism: 1, gpus: 8})
+		e.running("anchor", 1)
+		uid := get(t.Context(), "job", "anchor", "-n", e.ns, "-o", "jsonpath={.metadata.uid}")
+		apply(t, fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: claims
+  namespace: %s
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: anchor, uid: %s, controller: true}]
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: claims}}
+  template:
+    metadata: {labels: {app: claims}}
+    spec:
+      containers:
+      - name: main
+        image: registry.example/e2e:latest
+        resources:
+          requests: {cpu: "1", nvidia.com/gpu: "8"}
+          limits: {nvidia.com/gpu: "8"}
+`, e.ns, uid))
+		if got := get(t.Context(), "deployment", "claims", "-n", e.ns, "-o", "jsonpath={.metadata.labels.berth\\.dev/queue-name}"); got != "default" {
+			t.Errorf("the Deployment's queue label is %q, want default", got)
+		}
+		e.waitPods("claims", 0, 1)
+		msg := e.gatedPodMessage(t, "claims", "needs 8 nvidia.com/gpu")
+		e.auditClean()
+		table.add("Deployment", "name the owner's running queued Job as its controller, where a default LocalQueue takes unlabelled jobs", "queued in the default LocalQueue; its pod waits: "+msg)
+	})
+
 	t.Run("Job/delete --cascade=orphan", func(t *testing.T) {
 		e := newEnv(t)
 		e.localQueue("main", e.queue("orphan", "", gpuQuota{flavor: e.flavor("h100"), gpus: "8"}))

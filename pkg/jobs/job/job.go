@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ func init() {
 		NewJob:      func() jobframework.GenericJob { return &Job{} },
 		Wrap:        wrap,
 		AddToScheme: batchv1.AddToScheme,
+		Parts:       []schema.GroupKind{{Kind: "Pod"}},
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ func init() {
 		NewJob:      func() jobframework.GenericJob { return &JobSet{} },
 		Wrap:        wrap,
 		AddToScheme: jobsetapi.AddToScheme,
+		Parts:       []schema.GroupKind{{Group: "batch", Kind: "Job"}},
 	})
 }
 

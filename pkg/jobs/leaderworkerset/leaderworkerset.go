@@ -32,6 +32,8 @@ func init() {
 	jobframework.Register(&jobframework.Integration{
 		Name: configv1alpha1.FrameworkLeaderWorkerSet,
 		GVK:  GVK,
+		// Its leader and worker StatefulSets; their pods are pod groups.
+		Parts: []schema.GroupKind{{Group: "apps", Kind: "StatefulSet"}},
 		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
 			mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: labeler{client: mgr.GetClient(), opts: opts}})
 			return nil

@@ -8,9 +8,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,43 +57,12 @@ func wrap(obj client.Object) (jobframework.GenericJob, error) {
 }
 
 // selects holds a new pod in a selected namespace, unless a job Berth
-// holds owns it: a Job's pods wait with their Job, not one by one.
+// holds controls it: a Job's pods wait with their Job, not one by one.
 func selects(ctx context.Context, c client.Reader, obj client.Object, opts jobframework.Options) (bool, error) {
-	if held, err := heldOwner(ctx, c, obj, opts); err != nil || held {
+	if held, err := opts.HeldOwner(ctx, c, obj); err != nil || held {
 		return false, err
 	}
 	return jobframework.NamespaceSelected(ctx, c, obj.GetNamespace(), opts.PodNamespaces)
-}
-
-// heldOwner reports whether the controller of obj is a job that Berth
-// holds: an object of a kind Berth suspends, that exists with the UID the
-// reference names, and that is queued itself or is a part of a job that is
-// (a JobSet's Jobs). An owner reference is the creator's to write: one
-// naming a Job that does not exist, or that Berth does not hold, does not
-// let a queued pod skip its queue.
-func heldOwner(ctx context.Context, c client.Reader, obj client.Object, opts jobframework.Options) (bool, error) {
-	ref := metav1.GetControllerOf(obj)
-	for depth := 0; ref != nil && depth < 2; depth++ {
-		i, ok := jobframework.ForKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
-		if !ok || i.Wrap == nil || i.HoldOnlyAtCreation {
-			return false, nil
-		}
-		owner := i.NewJob().Object()
-		if err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return false, fmt.Errorf("reading the %s that owns the pod: %w", ref.Kind, err)
-		}
-		if owner.GetUID() != ref.UID {
-			return false, nil
-		}
-		if held, err := opts.Holds(ctx, c, owner); err != nil || held {
-			return held, err
-		}
-		ref = metav1.GetControllerOf(owner)
-	}
-	return false, nil
 }
 
 // Pod is a plain pod as Berth sees it.

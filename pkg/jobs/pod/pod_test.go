@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	_ "github.com/berth-dev/berth/pkg/jobs/job"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -145,7 +146,7 @@ func TestSelects(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		nsOf("team-a", map[string]string{"berth": "on"}), nsOf("team-b", nil), queued, free).Build()
-	opts := jobframework.Options{PodNamespaces: labels.SelectorFromSet(labels.Set{"berth": "on"})}
+	opts := jobframework.Options{PodNamespaces: labels.SelectorFromSet(labels.Set{"berth": "on"}), Frameworks: []string{configv1alpha1.FrameworkBatchJob}}
 	cases := map[string]struct {
 		pod  *corev1.Pod
 		opts jobframework.Options
@@ -160,6 +161,8 @@ func TestSelects(t *testing.T) {
 		"of a Job not queued":       {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "free", "u-free").Obj(), opts: opts, want: true},
 		"of a ReplicaSet":           {pod: utiltesting.MakePod("p", "team-a").OwnedBy("apps/v1", "ReplicaSet", "rs", "u").Obj(), opts: opts, want: true},
 		"in a namespace not cached": {pod: utiltesting.MakePod("p", "team-c").Obj(), opts: opts},
+		"of a queued Job, Jobs not queued": {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-queued").Obj(),
+			opts: jobframework.Options{PodNamespaces: opts.PodNamespaces}, want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

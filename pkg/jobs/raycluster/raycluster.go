@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ func init() {
 		NewJob:      func() jobframework.GenericJob { return &RayCluster{} },
 		Wrap:        wrap,
 		AddToScheme: rayv1.AddToScheme,
+		Parts:       []schema.GroupKind{{Kind: "Pod"}},
 		Selects:     selects,
 	})
 }

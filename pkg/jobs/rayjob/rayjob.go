@@ -6,6 +6,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +26,8 @@ func init() {
 		NewJob:      func() jobframework.GenericJob { return &RayJob{} },
 		Wrap:        wrap,
 		AddToScheme: rayv1.AddToScheme,
+		// KubeRay's cluster and submitter Job.
+		Parts: []schema.GroupKind{{Group: rayv1.GroupVersion.Group, Kind: "RayCluster"}, {Group: "batch", Kind: "Job"}},
 	})
 }
 

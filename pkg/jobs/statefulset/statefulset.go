@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -47,8 +46,10 @@ func (l labeler) Default(ctx context.Context, sts *appsv1.StatefulSet) error {
 	if sts == nil {
 		return fmt.Errorf("no StatefulSet in the request")
 	}
-	if metav1.GetControllerOf(sts) != nil {
-		return nil
+	// A held LeaderWorkerSet's StatefulSets wait with it; a controller
+	// reference that names anything else lets none skip its queue.
+	if held, err := l.opts.HeldOwner(ctx, l.client, sts); err != nil || held {
+		return err
 	}
 	if req, err := admission.RequestFromContext(ctx); err == nil {
 		if err := l.opts.DefaultQueueOnAdmission(ctx, l.client, req, sts); err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -143,4 +144,65 @@ func TestUnlabelledJobsOutsideTheDefaultQueue(t *testing.T) {
 		t.Error("manageJobsWithoutQueueName: an unlabelled Job in a selected namespace is not held")
 	}
 	workloadOf(t, held, "waiting without a queue", pendingWith("The workload has no spec.queueName"))
+}
+
+// TestOwnerReferencesDoNotSkipTheDefaultQueue: in a namespace with a
+// default LocalQueue, a job whose controller reference names an object
+// that is not a job Berth holds, or a job that does not make objects of
+// its kind, is queued like any unlabelled one (its owner references are
+// its creator's to write); only a held job's own parts skip it, to wait
+// with that job.
+func TestOwnerReferencesDoNotSkipTheDefaultQueue(t *testing.T) {
+	ns := defaultQueueSetup(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns}}
+	mustCreate(t, cm)
+	controlledBy := func(obj client.Object, apiVersion, kind, name string, uid types.UID) {
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}})
+	}
+	queued := func(obj metav1.Object, what string) {
+		t.Helper()
+		if got := obj.GetLabels()[berthv1alpha1.QueueNameLabel]; got != berthv1alpha1.DefaultLocalQueueName {
+			t.Errorf("%s: queue label %q, want %q", what, got, berthv1alpha1.DefaultLocalQueueName)
+		}
+	}
+
+	orphan := utiltesting.MakeJob("claims-a-jobset", ns).Request(corev1.ResourceCPU, "1").Obj()
+	controlledBy(orphan, jobsetapi.SchemeGroupVersion.String(), "JobSet", "not-there", "0e0e0e0e-0000-4000-8000-000000000000")
+	mustCreate(t, orphan)
+	queued(orphan, "a Job naming a JobSet that is not there")
+	if !ptr.Deref(orphan.Spec.Suspend, false) {
+		t.Error("a Job naming a JobSet that is not there runs")
+	}
+
+	job := utiltesting.MakeJob("queued", ns).Request(corev1.ResourceCPU, "1").Obj()
+	mustCreate(t, job)
+	tmpl := utiltesting.MakePod("", ns).Request(corev1.ResourceCPU, "1").Obj()
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	labels := map[string]string{"app": "claims"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "claims-a-job", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec}}}
+	controlledBy(d, "batch/v1", "Job", job.Name, job.UID)
+	mustCreate(t, d)
+	queued(d, "a Deployment naming a queued Job, which makes pods, not Deployments")
+	queued(&metav1.ObjectMeta{Labels: d.Spec.Template.Labels}, "its pod template")
+
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "claims-a-configmap", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec}}}
+	controlledBy(sts, "v1", "ConfigMap", cm.Name, cm.UID)
+	mustCreate(t, sts)
+	queued(sts, "a StatefulSet a ConfigMap controls")
+	if got := sts.Spec.Template.Labels[berthv1alpha1.PodGroupNameLabel]; got != sts.Name {
+		t.Errorf("the StatefulSet's pods are in group %q, want %q", got, sts.Name)
+	}
+
+	// The pods of a queued Job are its Job's: they wait with it, and run
+	// as its admission says.
+	own := utiltesting.MakePod("queued-pod", ns).Queue(berthv1alpha1.DefaultLocalQueueName).Request(corev1.ResourceCPU, "1").
+		OwnedBy("batch/v1", "Job", job.Name, string(job.UID)).Obj()
+	mustCreate(t, own)
+	if len(own.Spec.SchedulingGates) != 0 {
+		t.Errorf("a pod of a queued Job was queued by itself: gates %v", own.Spec.SchedulingGates)
+	}
 }
