@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,9 +40,12 @@ var integration = &jobframework.Integration{
 	Wrap:               wrap,
 	AddToScheme:        corev1.AddToScheme,
 	HoldOnlyAtCreation: true,
-	Selects:            selects,
-	GroupLabel:         berthv1alpha1.PodGroupNameLabel,
-	LoadGroup:          loadGroup,
+	// A LeaderWorkerSet's leader pod controls its group's worker
+	// StatefulSet.
+	Parts:      []schema.GroupKind{{Group: "apps", Kind: "StatefulSet"}},
+	Selects:    selects,
+	GroupLabel: berthv1alpha1.PodGroupNameLabel,
+	LoadGroup:  loadGroup,
 }
 
 func init() {

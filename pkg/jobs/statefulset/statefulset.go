@@ -46,10 +46,17 @@ func (l labeler) Default(ctx context.Context, sts *appsv1.StatefulSet) error {
 	if sts == nil {
 		return fmt.Errorf("no StatefulSet in the request")
 	}
-	// A held LeaderWorkerSet's StatefulSets wait with it; a controller
-	// reference that names anything else lets none skip its queue.
-	if held, err := l.opts.HeldOwner(ctx, l.client, sts); err != nil || held {
+	// A held LeaderWorkerSet's StatefulSets (the leaders', controlled by
+	// the LeaderWorkerSet, and each group's workers', by its leader pod)
+	// are left as they are: their pods carry its queue and join its
+	// groups. A controller reference names anything else, or a template
+	// without the queue, lets none skip its queue.
+	held, err := l.opts.HeldOwner(ctx, l.client, sts)
+	if err != nil {
 		return err
+	}
+	if held && sts.Spec.Template.Labels[berthv1alpha1.QueueNameLabel] != "" {
+		return nil
 	}
 	if req, err := admission.RequestFromContext(ctx); err == nil {
 		if err := l.opts.DefaultQueueOnAdmission(ctx, l.client, req, sts); err != nil {
