@@ -476,3 +476,19 @@ func TestAdmittedInfos(t *testing.T) {
 		})
 	}
 }
+
+// TestBeyondAdmissionOfAWorkloadNotAdmitted: a group none of whose pods
+// runs or waits (all ended, or deleted with their namespace) is neither
+// running nor suspended; its Workload, admitted or not, is compared with
+// an admission only when it has one.
+func TestBeyondAdmissionOfAWorkloadNotAdmitted(t *testing.T) {
+	j := utiltesting.MakeJob("j", "ns").Parallelism(2).Request("nvidia.com/gpu", "1").Obj()
+	podSets, err := (&fakeJob{*j}).PodSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := newWorkload(j, fakeIntegration.GVK, podSets, jobPriority{})
+	if got := beyondAdmission(wl, podSets); got != "" {
+		t.Errorf("beyondAdmission of a Workload without an admission = %q, want nothing", got)
+	}
+}

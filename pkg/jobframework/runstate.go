@@ -74,10 +74,12 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 	case runs && (!admitted || evicted):
 		return ctrl.Result{}, r.stop(ctx, job, wl)
 	case !job.IsSuspended():
-		if diff := beyondAdmission(wl, podSets); whole && diff != "" {
+		// A group none of whose pods runs or waits (all ended or being
+		// deleted) is not suspended either, admitted or not.
+		if diff := beyondAdmission(wl, podSets); admitted && whole && diff != "" {
 			return ctrl.Result{}, r.evictChanged(ctx, wl, "The job runs more than its Workload was admitted for: "+diff)
 		}
-		if diff := shapeDiffers(wl.Spec.PodSets, podSets); composed && whole && diff != "" {
+		if diff := shapeDiffers(wl.Spec.PodSets, podSets); admitted && composed && whole && diff != "" {
 			// A group that shrank (a StatefulSet scaled down) is
 			// admitted again for what it now is.
 			return ctrl.Result{}, r.evictChanged(ctx, wl, "The group's pods changed after its Workload was admitted: "+diff)
@@ -179,6 +181,9 @@ func (r *JobReconciler) changedPodSets(ctx context.Context, job GenericJob, wl *
 // beyondAdmission says how a running job asks for more than its admission:
 // more pods than admitted, or pods of other requests.
 func beyondAdmission(wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet) string {
+	if wl.Status.Admission == nil {
+		return ""
+	}
 	admitted := map[string]int32{}
 	for _, psa := range wl.Status.Admission.PodSetAssignments {
 		admitted[psa.Name] = ptr.Deref(psa.Count, 0)
