@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +42,44 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	_ = os.Setenv("PATH", filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	os.Exit(m.Run())
+	logFile := filepath.Join(root, "_output", "local", "berth", "berth.log")
+	from := int64(0)
+	if fi, err := os.Stat(logFile); err == nil {
+		from = fi.Size()
+	}
+	code := m.Run()
+	if err := noPanicLogged(logFile, from); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// noPanicLogged fails when the local controller's log, from offset from
+// on (what this run added), records a panic that controller-runtime
+// recovered from: a reconciler's bug that the tests' outcomes may not
+// show, since the work is retried.
+func noPanicLogged(logFile string, from int64) error {
+	f, err := os.Open(logFile)
+	if err != nil {
+		return nil // no local controller ran: the installed one's logs are its pod's
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return err
+	}
+	var panics []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if line := sc.Text(); strings.Contains(line, "Observed a panic") {
+			panics = append(panics, line[:min(len(line), 1500)])
+		}
+	}
+	if len(panics) > 0 {
+		return fmt.Errorf("the controller recovered from %d panics during the run (%s); the first:\n%s", len(panics), logFile, panics[0])
+	}
+	return sc.Err()
 }
 
 // kubectl runs the real kubectl against the local cluster.
