@@ -54,6 +54,13 @@ type Integration struct {
 	// Jobs, a LeaderWorkerSet's StatefulSets. An object of another kind
 	// that names such a job as its controller is not a part of it.
 	Parts []schema.GroupKind
+	// OwnsPart, when set, says whether the job's own controller takes
+	// part, an object of one of its Parts that names the job as its
+	// controller, for one it made: a Job, the pods its selector matches
+	// while it runs. An owner reference is its writer's: an object the
+	// controller would release or ignore is not a part, and waits by
+	// itself.
+	OwnsPart func(owner, part client.Object) bool
 	// Setup, when set, replaces the job reconciler and webhooks: for a kind
 	// whose pods another integration queues, such as a Deployment's, whose
 	// webhook only hands its queue label down to its pods. NewJob and Wrap

@@ -69,7 +69,7 @@ func (o Options) heldOwner(ctx context.Context, c client.Reader, obj client.Obje
 		}
 		return false, fmt.Errorf("reading the %s that controls %s: %w", ref.Kind, obj.GetName(), err)
 	}
-	if owner.GetUID() != ref.UID {
+	if owner.GetUID() != ref.UID || (i.OwnsPart != nil && !i.OwnsPart(owner, obj)) {
 		return false, nil
 	}
 	if QueueName(owner) != "" {

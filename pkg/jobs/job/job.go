@@ -6,6 +6,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -30,7 +32,20 @@ func init() {
 		Wrap:        wrap,
 		AddToScheme: batchv1.AddToScheme,
 		Parts:       []schema.GroupKind{{Kind: "Pod"}},
+		OwnsPart:    ownsPod,
 	})
+}
+
+// ownsPod reports whether the Job controller takes pod for one of the
+// Job's: the Job runs, and its selector matches the pod. It makes no pod
+// for a suspended Job, and releases one its selector does not match.
+func ownsPod(owner, pod client.Object) bool {
+	j, ok := owner.(*batchv1.Job)
+	if !ok || ptr.Deref(j.Spec.Suspend, false) || j.Spec.Selector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
+	return err == nil && sel.Matches(labels.Set(pod.GetLabels()))
 }
 
 func wrap(obj client.Object) (jobframework.GenericJob, error) {

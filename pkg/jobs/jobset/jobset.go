@@ -29,6 +29,10 @@ func init() {
 		Wrap:        wrap,
 		AddToScheme: jobsetapi.AddToScheme,
 		Parts:       []schema.GroupKind{{Group: "batch", Kind: "Job"}},
+		// The JobSet controller labels the Jobs it makes with its name.
+		OwnsPart: func(owner, job client.Object) bool {
+			return job.GetLabels()[jobsetapi.JobSetNameKey] == owner.GetName()
+		},
 	})
 }
 

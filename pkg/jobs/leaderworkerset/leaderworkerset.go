@@ -34,6 +34,8 @@ func init() {
 		GVK:  GVK,
 		// Its leader and worker StatefulSets; their pods are pod groups.
 		Parts: []schema.GroupKind{{Group: "apps", Kind: "StatefulSet"}},
+		// The LeaderWorkerSet controller labels them with its name.
+		OwnsPart: func(owner, sts client.Object) bool { return sts.GetLabels()[nameLabel] == owner.GetName() },
 		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
 			mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: labeler{client: mgr.GetClient(), opts: opts}})
 			return nil

@@ -28,6 +28,10 @@ import (
 // labels but not the queue's, those of admitted Jobs and JobSets, to the
 // same validator: no one but Berth may change what Berth wrote on them.
 
+// lwsNameLabel is the label with which the LeaderWorkerSet controller
+// names the LeaderWorkerSet of its leader pods and StatefulSets.
+const lwsNameLabel = "leaderworkerset.sigs.k8s.io/name"
+
 // podSetName is the name of a pod's only podset.
 const podSetName = "main"
 
@@ -42,7 +46,12 @@ var integration = &jobframework.Integration{
 	HoldOnlyAtCreation: true,
 	// A LeaderWorkerSet's leader pod controls its group's worker
 	// StatefulSet.
-	Parts:      []schema.GroupKind{{Group: "apps", Kind: "StatefulSet"}},
+	Parts: []schema.GroupKind{{Group: "apps", Kind: "StatefulSet"}},
+	// Both carry the LeaderWorkerSet's name.
+	OwnsPart: func(leader, sts client.Object) bool {
+		name := leader.GetLabels()[lwsNameLabel]
+		return name != "" && sts.GetLabels()[lwsNameLabel] == name
+	},
 	Selects:    selects,
 	GroupLabel: berthv1alpha1.PodGroupNameLabel,
 	LoadGroup:  loadGroup,

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -137,31 +138,44 @@ func TestSelects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The Job controller makes pods for a Job that runs, matching its
+	// selector; one suspended makes none.
 	queued := utiltesting.MakeJob("queued", "team-a").Queue("main").Obj()
 	queued.UID = "u-queued"
+	queued.Spec.Suspend = ptr.To(false)
+	queued.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "u-queued"}}
+	waiting := utiltesting.MakeJob("waiting", "team-a").Queue("main").Obj()
+	waiting.UID = "u-waiting"
+	waiting.Spec.Suspend = ptr.To(true)
+	waiting.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "u-waiting"}}
+	ofJob := func(name, uid string) *corev1.Pod {
+		return utiltesting.MakePod("p", "team-a").Label("batch.kubernetes.io/controller-uid", uid).OwnedBy("batch/v1", "Job", name, uid).Obj()
+	}
 	free := utiltesting.MakeJob("free", "team-a").Obj()
 	free.UID = "u-free"
 	nsOf := func(name string, l map[string]string) *corev1.Namespace {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		nsOf("team-a", map[string]string{"berth": "on"}), nsOf("team-b", nil), queued, free).Build()
+		nsOf("team-a", map[string]string{"berth": "on"}), nsOf("team-b", nil), queued, waiting, free).Build()
 	opts := jobframework.Options{PodNamespaces: labels.SelectorFromSet(labels.Set{"berth": "on"}), Frameworks: []string{configv1alpha1.FrameworkBatchJob}}
 	cases := map[string]struct {
 		pod  *corev1.Pod
 		opts jobframework.Options
 		want bool
 	}{
-		"in a selected namespace":   {pod: utiltesting.MakePod("p", "team-a").Obj(), opts: opts, want: true},
-		"in another namespace":      {pod: utiltesting.MakePod("p", "team-b").Obj(), opts: opts},
-		"no selector":               {pod: utiltesting.MakePod("p", "team-b").Obj(), want: true},
-		"of a queued Job":           {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-queued").Obj(), opts: opts},
-		"naming a Job that is gone": {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "j", "u").Obj(), opts: opts, want: true},
-		"naming another Job's UID":  {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-other").Obj(), opts: opts, want: true},
-		"of a Job not queued":       {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "free", "u-free").Obj(), opts: opts, want: true},
-		"of a ReplicaSet":           {pod: utiltesting.MakePod("p", "team-a").OwnedBy("apps/v1", "ReplicaSet", "rs", "u").Obj(), opts: opts, want: true},
-		"in a namespace not cached": {pod: utiltesting.MakePod("p", "team-c").Obj(), opts: opts},
-		"of a queued Job, Jobs not queued": {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-queued").Obj(),
+		"in a selected namespace":             {pod: utiltesting.MakePod("p", "team-a").Obj(), opts: opts, want: true},
+		"in another namespace":                {pod: utiltesting.MakePod("p", "team-b").Obj(), opts: opts},
+		"no selector":                         {pod: utiltesting.MakePod("p", "team-b").Obj(), want: true},
+		"of a queued Job":                     {pod: ofJob("queued", "u-queued"), opts: opts},
+		"of a queued Job, not its selector's": {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-queued").Obj(), opts: opts, want: true},
+		"of a queued Job that waits":          {pod: ofJob("waiting", "u-waiting"), opts: opts, want: true},
+		"naming a Job that is gone":           {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "j", "u").Obj(), opts: opts, want: true},
+		"naming another Job's UID":            {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "queued", "u-other").Obj(), opts: opts, want: true},
+		"of a Job not queued":                 {pod: utiltesting.MakePod("p", "team-a").OwnedBy("batch/v1", "Job", "free", "u-free").Obj(), opts: opts, want: true},
+		"of a ReplicaSet":                     {pod: utiltesting.MakePod("p", "team-a").OwnedBy("apps/v1", "ReplicaSet", "rs", "u").Obj(), opts: opts, want: true},
+		"in a namespace not cached":           {pod: utiltesting.MakePod("p", "team-c").Obj(), opts: opts},
+		"of a queued Job, Jobs not queued": {pod: ofJob("queued", "u-queued"),
 			opts: jobframework.Options{PodNamespaces: opts.PodNamespaces}, want: true},
 	}
 	for name, tc := range cases {

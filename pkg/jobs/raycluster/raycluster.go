@@ -21,6 +21,9 @@ import (
 // +kubebuilder:webhook:path=/mutate-ray-io-v1-raycluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create,versions=v1,name=mraycluster.berth.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create;update,versions=v1,name=vraycluster.berth.dev,admissionReviewVersions=v1
 
+// clusterLabel is KubeRay's label of a cluster's pods, its name.
+const clusterLabel = "ray.io/cluster"
+
 func init() {
 	jobframework.Register(&jobframework.Integration{
 		Name:        configv1alpha1.FrameworkRayCluster,
@@ -29,7 +32,13 @@ func init() {
 		Wrap:        wrap,
 		AddToScheme: rayv1.AddToScheme,
 		Parts:       []schema.GroupKind{{Kind: "Pod"}},
-		Selects:     selects,
+		// KubeRay labels the pods it makes with their cluster's name, and
+		// makes none while the cluster is suspended.
+		OwnsPart: func(owner, pod client.Object) bool {
+			rc, ok := owner.(*rayv1.RayCluster)
+			return ok && !ptr.Deref(rc.Spec.Suspend, false) && pod.GetLabels()[clusterLabel] == rc.Name
+		},
+		Selects: selects,
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,8 +28,26 @@ func init() {
 		Wrap:        wrap,
 		AddToScheme: rayv1.AddToScheme,
 		// KubeRay's cluster and submitter Job.
-		Parts: []schema.GroupKind{{Group: rayv1.GroupVersion.Group, Kind: "RayCluster"}, {Group: "batch", Kind: "Job"}},
+		Parts:    []schema.GroupKind{{Group: rayv1.GroupVersion.Group, Kind: "RayCluster"}, {Group: "batch", Kind: "Job"}},
+		OwnsPart: ownsPart,
 	})
+}
+
+// ownsPart reports whether KubeRay takes part for the RayJob's: the
+// cluster its status names (written before the cluster is made), or the
+// submitter Job, named after the RayJob.
+func ownsPart(owner, part client.Object) bool {
+	rj, ok := owner.(*rayv1.RayJob)
+	if !ok {
+		return false
+	}
+	switch part.(type) {
+	case *rayv1.RayCluster:
+		return rj.Status.RayClusterName != "" && part.GetName() == rj.Status.RayClusterName
+	case *batchv1.Job:
+		return part.GetName() == rj.Name
+	}
+	return false
 }
 
 func wrap(obj client.Object) (jobframework.GenericJob, error) {

@@ -3,12 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/auditor"
@@ -42,12 +44,21 @@ func TestAuditFindsPodsBeyondAdmission(t *testing.T) {
 	waitFor(t, "no unaccounted cpu", unaccounted(0))
 
 	// What the Job controller would create from the admitted template, one
-	// pod more than admitted; and a pod of the waiting Job, which its
-	// template does not label as Berth's.
+	// pod more than admitted; and a pod of the waiting Job. Berth holds a
+	// queued pod that names a waiting Job as its controller, so this one
+	// is let through as the running Job's (its selector's) and then made
+	// to name the waiting Job.
 	admittedPod, extra := podOf(running, "train-0"), podOf(running, "train-1")
 	rogue := podOf(waiting, "big-0")
+	rogue.OwnerReferences = admittedPod.OwnerReferences
 	rogue.Labels = map[string]string{berthv1alpha1.QueueNameLabel: "main"}
+	maps.Copy(rogue.Labels, running.Spec.Selector.MatchLabels)
 	mustCreate(t, admittedPod, extra, rogue)
+	repoint := client.MergeFrom(rogue.DeepCopy())
+	rogue.OwnerReferences = podOf(waiting, "big-0").OwnerReferences
+	if err := server.Client.Patch(ctxFor(t), rogue, repoint); err != nil {
+		t.Fatal(err)
+	}
 
 	waitFor(t, "1 cpu beyond train's admission and big's 10", unaccounted(11))
 	waitForEvent(t, ns, "train", auditor.ReasonUnaccountedPods,

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,6 +84,7 @@ func TestDefaultLocalQueueTakesUnlabelledJobs(t *testing.T) {
 		t.Errorf("the created JobSet's queue label = %q, want %q", got, berthv1alpha1.DefaultLocalQueueName)
 	}
 	part := utiltesting.MakeJob("set-workers-0", ns).Request(corev1.ResourceCPU, "1").Obj()
+	part.Labels = map[string]string{jobsetapi.JobSetNameKey: js.Name}
 	part.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: jobsetapi.GroupVersion.String(), Kind: "JobSet", Name: js.Name, UID: js.UID, Controller: ptr.To(true),
 	}}
@@ -197,12 +200,30 @@ func TestOwnerReferencesDoNotSkipTheDefaultQueue(t *testing.T) {
 		t.Errorf("the StatefulSet's pods are in group %q, want %q", got, sts.Name)
 	}
 
-	// The pods of a queued Job are its Job's: they wait with it, and run
-	// as its admission says.
+	// The pods of a queued Job that runs, its selector's, are its Job's:
+	// they run as its admission says. A pod its selector does not match
+	// the Job controller would release: it waits by itself.
+	workloadOf(t, job, "the queued Job admitted", admitted)
+	waitFor(t, "the queued Job running", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return err
+		}
+		if ptr.Deref(job.Spec.Suspend, true) {
+			return fmt.Errorf("still suspended")
+		}
+		return nil
+	})
 	own := utiltesting.MakePod("queued-pod", ns).Queue(berthv1alpha1.DefaultLocalQueueName).Request(corev1.ResourceCPU, "1").
 		OwnedBy("batch/v1", "Job", job.Name, string(job.UID)).Obj()
+	maps.Copy(own.Labels, job.Spec.Selector.MatchLabels)
 	mustCreate(t, own)
 	if len(own.Spec.SchedulingGates) != 0 {
-		t.Errorf("a pod of a queued Job was queued by itself: gates %v", own.Spec.SchedulingGates)
+		t.Errorf("a pod of a running queued Job was queued by itself: gates %v", own.Spec.SchedulingGates)
+	}
+	stray := utiltesting.MakePod("not-its-selectors", ns).Queue(berthv1alpha1.DefaultLocalQueueName).Request(corev1.ResourceCPU, "1").
+		OwnedBy("batch/v1", "Job", job.Name, string(job.UID)).Obj()
+	mustCreate(t, stray)
+	if err := stillGated(stray); err != nil {
+		t.Errorf("a pod naming a queued Job that its selector does not match: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -161,13 +162,26 @@ func TestPodsBeyondQuotaWaitGatedAndPreemptionDeletesThePod(t *testing.T) {
 
 func TestPodsBerthDoesNotHold(t *testing.T) {
 	ns, _ := queueSetup(t, "2", nil)
-	// A pod of a queued Job waits with its Job: its owner reference must
-	// name a Job Berth holds (one that does not exist would not do).
+	// A pod of a queued Job runs with its Job: its owner reference must
+	// name a Job Berth holds (one that does not exist would not do), that
+	// runs, and whose selector matches it, as the Job controller's do.
 	train := utiltesting.MakeJob("train", ns).Queue("main").Obj()
 	mustCreate(t, train)
+	workloadOf(t, train, "the queued Job admitted", admitted)
+	waitFor(t, "the queued Job running", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(train), train); err != nil {
+			return err
+		}
+		if ptr.Deref(train.Spec.Suspend, true) {
+			return fmt.Errorf("still suspended")
+		}
+		return nil
+	})
+	ofTrain := utiltesting.MakePod("job-pod", ns).Queue("main").OwnedBy("batch/v1", "Job", "train", string(train.UID)).Obj()
+	maps.Copy(ofTrain.Labels, train.Spec.Selector.MatchLabels)
 	cases := map[string]*corev1.Pod{
 		"in kube-system":  utiltesting.MakePod(unique("system"), "kube-system").Queue("main").Obj(),
-		"of a queued Job": utiltesting.MakePod("job-pod", ns).Queue("main").OwnedBy("batch/v1", "Job", "train", string(train.UID)).Obj(),
+		"of a queued Job": ofTrain,
 		"without label":   utiltesting.MakePod("plain", ns).Obj(),
 	}
 	for name, pod := range cases {
