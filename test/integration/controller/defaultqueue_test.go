@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -204,15 +203,7 @@ func TestOwnerReferencesDoNotSkipTheDefaultQueue(t *testing.T) {
 	// they run as its admission says. A pod its selector does not match
 	// the Job controller would release: it waits by itself.
 	workloadOf(t, job, "the queued Job admitted", admitted)
-	waitFor(t, "the queued Job running", func(ctx context.Context) error {
-		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
-			return err
-		}
-		if ptr.Deref(job.Spec.Suspend, true) {
-			return fmt.Errorf("still suspended")
-		}
-		return nil
-	})
+	job = jobState(t, job, false)
 	own := utiltesting.MakePod("queued-pod", ns).Queue(berthv1alpha1.DefaultLocalQueueName).Request(corev1.ResourceCPU, "1").
 		OwnedBy("batch/v1", "Job", job.Name, string(job.UID)).Obj()
 	maps.Copy(own.Labels, job.Spec.Selector.MatchLabels)

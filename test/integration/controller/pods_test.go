@@ -168,15 +168,7 @@ func TestPodsBerthDoesNotHold(t *testing.T) {
 	train := utiltesting.MakeJob("train", ns).Queue("main").Obj()
 	mustCreate(t, train)
 	workloadOf(t, train, "the queued Job admitted", admitted)
-	waitFor(t, "the queued Job running", func(ctx context.Context) error {
-		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(train), train); err != nil {
-			return err
-		}
-		if ptr.Deref(train.Spec.Suspend, true) {
-			return fmt.Errorf("still suspended")
-		}
-		return nil
-	})
+	train = jobState(t, train, false)
 	ofTrain := utiltesting.MakePod("job-pod", ns).Queue("main").OwnedBy("batch/v1", "Job", "train", string(train.UID)).Obj()
 	maps.Copy(ofTrain.Labels, train.Spec.Selector.MatchLabels)
 	cases := map[string]*corev1.Pod{
