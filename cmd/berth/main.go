@@ -37,6 +37,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/raycluster"
 	_ "github.com/berth-dev/berth/pkg/jobs/rayjob"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
+	_ "github.com/berth-dev/berth/pkg/jobs/trainjob"
 	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/visibility"
 )

@@ -19,7 +19,7 @@ func DefaultFrameworks() []string {
 
 // optInFrameworks are the frameworks managed only when the configuration
 // names them: their CRDs come with another operator.
-var optInFrameworks = []string{configv1alpha1.FrameworkRayJob, configv1alpha1.FrameworkRayCluster}
+var optInFrameworks = []string{configv1alpha1.FrameworkRayJob, configv1alpha1.FrameworkRayCluster, configv1alpha1.FrameworkTrainJob}
 
 // DefaultManagedNamespaceSelector selects every namespace but kube-system and
 // berth-system.

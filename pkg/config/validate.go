@@ -272,6 +272,10 @@ func validateFrameworks(frameworks []string, path *field.Path) field.ErrorList {
 				"needs the framework "+configv1alpha1.FrameworkPod+": its replicas are queued as pods"))
 		}
 	}
+	if i := slices.Index(frameworks, configv1alpha1.FrameworkTrainJob); i >= 0 && !seen.Has(configv1alpha1.FrameworkJobSet) {
+		errs = append(errs, field.Invalid(path.Index(i), configv1alpha1.FrameworkTrainJob,
+			"needs the framework "+configv1alpha1.FrameworkJobSet+": Berth writes a TrainJob's admission into the JobSet Trainer makes of it"))
+	}
 	return errs
 }
 

@@ -61,6 +61,13 @@ type Integration struct {
 	// controller would release or ignore is not a part, and waits by
 	// itself.
 	OwnsPart func(owner, part client.Object) bool
+	// PartsCarryAdmission says that the job's own controller renders its
+	// parts from it (Kubeflow Trainer a TrainJob's JobSet), so that Berth
+	// writes the admission into the parts themselves: as a part is created
+	// or updated to run, its templates get the admission's labels, node
+	// selectors and tolerations, and a part that would run outside its
+	// job's admission is refused (see Options.PartOf).
+	PartsCarryAdmission bool
 	// Setup, when set, replaces the job reconciler and webhooks: for a kind
 	// whose pods another integration queues, such as a Deployment's, whose
 	// webhook only hands its queue label down to its pods. NewJob and Wrap
@@ -158,6 +165,11 @@ func Enabled(names []string) ([]*Integration, error) {
 
 // selects reports whether Berth holds the new job obj of the kind.
 func (i *Integration) selects(ctx context.Context, c client.Reader, obj client.Object, opts Options) (bool, error) {
+	// A part that carries its job's admission runs on that job's quota,
+	// whatever labels its controller copied onto it.
+	if k, err := opts.carrierOf(ctx, c, obj); err != nil || k.owner != nil {
+		return false, err
+	}
 	if i.Selects == nil {
 		return true, nil
 	}

@@ -54,23 +54,12 @@ func (o Options) HeldOwner(ctx context.Context, c client.Reader, obj client.Obje
 }
 
 func (o Options) heldOwner(ctx context.Context, c client.Reader, obj client.Object, depth int) (bool, error) {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil || depth == 0 {
+	if depth == 0 {
 		return false, nil
 	}
-	i, ok := ForKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
-	if !ok || !o.Enables(i.Name) || !slices.Contains(i.Parts, kindOf(obj)) {
-		return false, nil
-	}
-	owner := ownerObject(i)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("reading the %s that controls %s: %w", ref.Kind, obj.GetName(), err)
-	}
-	if owner.GetUID() != ref.UID || (i.OwnsPart != nil && !i.OwnsPart(owner, obj)) {
-		return false, nil
+	owner, _, err := controllerJob(ctx, c, obj, o)
+	if err != nil || owner == nil {
+		return false, err
 	}
 	if QueueName(owner) != "" {
 		return true, nil
@@ -83,6 +72,32 @@ func (o Options) heldOwner(ctx context.Context, c client.Reader, obj client.Obje
 	}
 	// Unlabelled and a part of no held job: held itself.
 	return NamespaceSelected(ctx, c, owner.GetNamespace(), o.ManagedNamespaces)
+}
+
+// controllerJob is the job obj is a part of: its controller, of an
+// enabled kind whose Parts include obj's kind, that exists with the UID
+// the reference names and whose controller takes obj for its own
+// (OwnsPart). It is nil, with no error, when obj is a part of no job.
+func controllerJob(ctx context.Context, c client.Reader, obj client.Object, o Options) (client.Object, *Integration, error) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return nil, nil, nil
+	}
+	i, ok := ForKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	if !ok || !o.Enables(i.Name) || !slices.Contains(i.Parts, kindOf(obj)) {
+		return nil, nil, nil
+	}
+	owner := ownerObject(i)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("reading the %s that controls %s: %w", ref.Kind, obj.GetName(), err)
+	}
+	if owner.GetUID() != ref.UID || (i.OwnsPart != nil && !i.OwnsPart(owner, obj)) {
+		return nil, nil, nil
+	}
+	return owner, i, nil
 }
 
 // ownerObject is an empty object of i's kind to read into: its job's, or,

@@ -31,6 +31,14 @@ type JobWithUpdateChecks interface {
 	ValidateOnUpdate(old GenericJob) field.ErrorList
 }
 
+// JobWithCreateDefaults is implemented by jobs that the webhook changes
+// further as they are created and held: a TrainJob hands its queue label
+// down to the JobSet Trainer makes of it.
+type JobWithCreateDefaults interface {
+	// DefaultOnCreate changes the new, held job.
+	DefaultOnCreate()
+}
+
 // JobWithHoldPath is implemented by jobs held by another field than
 // spec.suspend, so that a refused start names it.
 type JobWithHoldPath interface {
@@ -72,6 +80,9 @@ func (v *validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	if err != nil {
 		return nil, err
 	}
+	if isPart, err := v.partRefused(ctx, nil, job); err != nil || isPart {
+		return nil, err
+	}
 	if managed, err := v.managed(ctx, job); err != nil || !managed {
 		return nil, err
 	}
@@ -102,6 +113,9 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	}
 	newJob, err := v.wrap(newObj)
 	if err != nil {
+		return nil, err
+	}
+	if isPart, err := v.partRefused(ctx, oldJob, newJob); err != nil || isPart {
 		return nil, err
 	}
 	// An integration's own checks run whatever the queue label says: the
@@ -151,6 +165,27 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 		errs = append(errs, podSetsChange(newJob, oldPodSets, newPodSets, wl)...)
 	}
 	return nil, v.invalid(newJob, errs)
+}
+
+// partRefused reports whether job is a part of a job whose parts carry
+// its admission, and refuses it, as an error, if it would run outside that
+// admission, or if it (oldJob before, nil at creation) had the queue
+// label and would have another than its job's.
+func (v *validator) partRefused(ctx context.Context, oldJob, job GenericJob) (bool, error) {
+	k, err := v.opts.carrierOf(ctx, v.client, job.Object())
+	if err != nil || k.owner == nil {
+		return false, err
+	}
+	errs, err := k.refusal(ctx, v.client, job)
+	if err != nil {
+		return true, err
+	}
+	if oldJob != nil && QueueName(oldJob.Object()) != "" && QueueName(job.Object()) != QueueName(k.owner) {
+		// Without it, the part's later changes would not reach the webhooks.
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(berthv1alpha1.QueueNameLabel), fmt.Sprintf(
+			"is handed down from %s %s, whose queue is %q: change the %s's", k.integration.GVK.Kind, k.owner.GetName(), QueueName(k.owner), k.integration.GVK.Kind)))
+	}
+	return true, v.invalid(job, errs)
 }
 
 // ValidateDelete allows every deletion: the Workload goes with the job.
@@ -212,6 +247,14 @@ func (v *validator) invalid(job GenericJob, errs field.ErrorList) error {
 // that do not fit in Berth's 64-bit quota arithmetic. An error is one of
 // reading what the API server would add.
 func podSetsOf(ctx context.Context, c client.Reader, job GenericJob) ([]berthv1alpha1.PodSet, field.ErrorList, error) {
+	if r, ok := job.(JobWithReferences); ok {
+		if err := r.Resolve(ctx, c); err != nil {
+			if errs := fieldErrors(err); len(errs) > 0 {
+				return nil, errs, nil
+			}
+			return nil, nil, err
+		}
+	}
 	podSets, err := job.PodSets()
 	if err != nil {
 		if errs := fieldErrors(err); len(errs) > 0 {

@@ -30,15 +30,26 @@ type defaulter struct {
 // client.Object interface of any registered framework.
 var _ admission.CustomDefaulter = (*defaulter)(nil) //nolint:staticcheck // see above
 
-// Default holds a new job for admission.
+// Default holds a new job for admission. A part of a job whose parts
+// carry its admission is not held itself: it gets that job's admission as
+// it is created or changed to run.
 func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
-	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
-		// Only new jobs are held; suspending a running one is eviction's job.
-		return nil
-	}
 	cobj, ok := obj.(client.Object)
 	if !ok {
 		return fmt.Errorf("unexpected object %T", obj)
+	}
+	if k, part, isPart, err := d.opts.partDecision(ctx, d.client, d.integration, cobj); err != nil || isPart {
+		if err != nil {
+			return err
+		}
+		if err := d.setSchedulerName(ctx, part, QueueName(k.owner)); err != nil {
+			return err
+		}
+		return k.carryAdmission(ctx, d.client, part)
+	}
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation != admissionv1.Create {
+		// Only new jobs are held; suspending a running one is eviction's job.
+		return nil
 	}
 	queue := QueueName(cobj)
 	if queue == "" {
@@ -56,11 +67,20 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 		return err
 	}
 	job.Suspend()
+	if c, ok := job.(JobWithCreateDefaults); ok {
+		c.DefaultOnCreate()
+	}
+	return d.setSchedulerName(ctx, job, queue)
+}
+
+// setSchedulerName hands the pods of job, of a job in queue, to its
+// ClusterQueue's scheduler, where their templates name none.
+func (d *defaulter) setSchedulerName(ctx context.Context, job GenericJob, queue string) error {
 	withSpecs, ok := job.(JobWithPodSpecs)
 	if !ok {
 		return nil
 	}
-	name, err := d.schedulerName(ctx, cobj.GetNamespace(), queue)
+	name, err := d.schedulerName(ctx, job.Object().GetNamespace(), queue)
 	if err != nil || name == "" {
 		return err
 	}

@@ -3,6 +3,7 @@ package kubectlberth
 import (
 	"fmt"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/raycluster"
 	_ "github.com/berth-dev/berth/pkg/jobs/rayjob"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
+	_ "github.com/berth-dev/berth/pkg/jobs/trainjob"
 )
 
 // options are what every command shares: kubectl's flags, the output
@@ -72,7 +74,7 @@ func newCommand(streams genericiooptions.IOStreams, newClient func() (client.Cli
 // JobSets.
 func Scheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1alpha1.AddToScheme, jobsetapi.AddToScheme, rayv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, berthv1alpha1.AddToScheme, jobsetapi.AddToScheme, rayv1.AddToScheme, trainer.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
@@ -62,7 +63,7 @@ type Ahead struct {
 
 func (o *options) whyCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "why (job|jobset|rayjob|raycluster|pod|workload)/NAME",
+		Use:   "why (job|jobset|rayjob|raycluster|trainjob|pod|workload)/NAME",
 		Short: "Where a job's Workload is, and why it waits, in numbers",
 		Example: `  kubectl berth why job/train -n team-a
   kubectl berth why workload/job-train-3f2a1 -n team-a -o json`,
@@ -97,7 +98,7 @@ func (o *options) whyCommand() *cobra.Command {
 func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (string, error) {
 	kind, name, ok := strings.Cut(ref, "/")
 	if !ok || name == "" {
-		return "", fmt.Errorf("%q: want KIND/NAME, KIND one of job, jobset, rayjob, raycluster, pod, workload", ref)
+		return "", fmt.Errorf("%q: want KIND/NAME, KIND one of job, jobset, rayjob, raycluster, trainjob, pod, workload", ref)
 	}
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	switch strings.ToLower(kind) {
@@ -134,6 +135,12 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 			}
 		}
 		return jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayCluster"), rc.Name, string(rc.UID)), nil
+	case "trainjob", "trainjobs":
+		tj := &trainer.TrainJob{}
+		if err := c.Get(ctx, key, tj); err != nil {
+			return "", notFound(err, "TrainJob", key)
+		}
+		return jobframework.WorkloadName(trainer.GroupVersion.WithKind("TrainJob"), tj.Name, string(tj.UID)), nil
 	case "pod", "pods", "po":
 		pod := &corev1.Pod{}
 		if err := c.Get(ctx, key, pod); err != nil {
@@ -152,7 +159,7 @@ func workloadNameOf(ctx context.Context, c client.Reader, ns, ref string) (strin
 		}
 		return "", fmt.Errorf("pod %s has no label %s: Berth has not admitted it", key, berthv1alpha1.WorkloadLabel)
 	}
-	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, rayjob, raycluster, pod or workload", ref, kind)
+	return "", fmt.Errorf("%q: unknown kind %s, want job, jobset, rayjob, raycluster, trainjob, pod or workload", ref, kind)
 }
 
 // groupWorkloadName is the Workload of pod group group in ns; a group

@@ -367,8 +367,9 @@ type Integrations struct {
 	// Frameworks are the job kinds Berth manages, among FrameworkBatchJob,
 	// FrameworkJobSet, FrameworkPod, FrameworkDeployment, FrameworkStatefulSet,
 	// FrameworkLeaderWorkerSet (the last three need FrameworkPod),
-	// FrameworkRayJob and FrameworkRayCluster. Absent means all of them but
-	// the last two, whose CRDs come with KubeRay; an empty list means none.
+	// FrameworkRayJob, FrameworkRayCluster and FrameworkTrainJob. Absent
+	// means all of them but the last three, whose CRDs come with KubeRay and
+	// Kubeflow Trainer; an empty list means none.
 	Frameworks []string `json:"frameworks,omitempty"`
 
 	// PodOptions says which plain pods Berth holds, with the pod framework.

@@ -22,6 +22,10 @@ const (
 	// by default either. With FrameworkRayJob, the cluster of a RayJob
 	// Berth holds runs on the RayJob's quota.
 	FrameworkRayCluster = "ray.io/raycluster"
+	// FrameworkTrainJob (Kubeflow Trainer's trainer.kubeflow.org
+	// TrainJob) is never enabled by default: its CRDs come with Trainer.
+	// Its JobSet runs on the TrainJob's quota.
+	FrameworkTrainJob = "trainer.kubeflow.org/trainjob"
 )
 
 // KubeSystemNamespace is the namespace of the cluster's own components,

@@ -18,7 +18,7 @@ import (
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
-// +kubebuilder:webhook:path=/mutate-jobset-x-k8s-io-v1alpha2-jobset,mutating=true,failurePolicy=fail,sideEffects=None,groups=jobset.x-k8s.io,resources=jobsets,verbs=create,versions=v1alpha2,name=mjobset.berth.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-jobset-x-k8s-io-v1alpha2-jobset,mutating=true,failurePolicy=fail,sideEffects=None,groups=jobset.x-k8s.io,resources=jobsets,verbs=create;update,versions=v1alpha2,name=mjobset.berth.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-jobset-x-k8s-io-v1alpha2-jobset,mutating=false,failurePolicy=fail,sideEffects=None,groups=jobset.x-k8s.io,resources=jobsets,verbs=create;update,versions=v1alpha2,name=vjobset.berth.dev,admissionReviewVersions=v1
 
 func init() {
@@ -48,9 +48,10 @@ func wrap(obj client.Object) (jobframework.GenericJob, error) {
 type JobSet jobsetapi.JobSet
 
 var (
-	_ jobframework.GenericJob         = (*JobSet)(nil)
-	_ jobframework.JobWithPodSpecs    = (*JobSet)(nil)
-	_ jobframework.JobWithPodSetPaths = (*JobSet)(nil)
+	_ jobframework.GenericJob          = (*JobSet)(nil)
+	_ jobframework.JobWithPodSpecs     = (*JobSet)(nil)
+	_ jobframework.JobWithPodSetPaths  = (*JobSet)(nil)
+	_ jobframework.JobWithPodTemplates = (*JobSet)(nil)
 )
 
 // maxPodSets is how many podsets a Workload has at most.
@@ -116,6 +117,16 @@ func (j *JobSet) PodSetPaths(podSet string) (count, template *field.Path) {
 		}
 	}
 	return field.NewPath("spec", "replicatedJobs"), field.NewPath("spec", "replicatedJobs")
+}
+
+// PodTemplate is the pod template of the replicated job named podSet.
+func (j *JobSet) PodTemplate(podSet string) *corev1.PodTemplateSpec {
+	for i := range j.Spec.ReplicatedJobs {
+		if j.Spec.ReplicatedJobs[i].Name == podSet {
+			return &j.Spec.ReplicatedJobs[i].Template.Spec.Template
+		}
+	}
+	return nil
 }
 
 // RunWithPodSetsInfo unsuspends the JobSet with each replicated job's

@@ -9,6 +9,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,12 +28,17 @@ func rayCluster(ns, name string, workers int32) *rayv1.RayCluster {
 }
 
 func rayClusterWorkload(ctx context.Context, rc *rayv1.RayCluster) (*berthv1alpha1.Workload, error) {
-	cur := &rayv1.RayCluster{}
-	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(rc), cur); err != nil {
+	return jobWorkload(ctx, rc.DeepCopy(), rayv1.GroupVersion.WithKind("RayCluster"))
+}
+
+// jobWorkload reads job, of kind gvk, again into itself, and returns its
+// Workload.
+func jobWorkload(ctx context.Context, job client.Object, gvk schema.GroupVersionKind) (*berthv1alpha1.Workload, error) {
+	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
 		return nil, err
 	}
 	wl := &berthv1alpha1.Workload{}
-	key := client.ObjectKey{Namespace: rc.Namespace, Name: jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayCluster"), cur.Name, string(cur.UID))}
+	key := client.ObjectKey{Namespace: job.GetNamespace(), Name: jobframework.WorkloadName(gvk, job.GetName(), string(job.GetUID()))}
 	return wl, server.Client.Get(ctx, key, wl)
 }
 

@@ -19,7 +19,6 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/workload"
-	"github.com/berth-dev/berth/pkg/jobframework"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -51,13 +50,7 @@ func rayJob(ns, name string, workers int32) *rayv1.RayJob {
 }
 
 func rayJobWorkload(ctx context.Context, rj *rayv1.RayJob) (*berthv1alpha1.Workload, error) {
-	cur := &rayv1.RayJob{}
-	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(rj), cur); err != nil {
-		return nil, err
-	}
-	wl := &berthv1alpha1.Workload{}
-	key := client.ObjectKey{Namespace: rj.Namespace, Name: jobframework.WorkloadName(rayv1.GroupVersion.WithKind("RayJob"), cur.Name, string(cur.UID))}
-	return wl, server.Client.Get(ctx, key, wl)
+	return jobWorkload(ctx, rj.DeepCopy(), rayv1.GroupVersion.WithKind("RayJob"))
 }
 
 // rayQueueSetup is queueSetup with memory beside the cpus: KubeRay's own

@@ -35,6 +35,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/raycluster"
 	_ "github.com/berth-dev/berth/pkg/jobs/rayjob"
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
+	_ "github.com/berth-dev/berth/pkg/jobs/trainjob"
 	"github.com/berth-dev/berth/pkg/metrics"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
@@ -46,7 +47,7 @@ var (
 	stopManager func()
 )
 
-var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset", "ray.io/rayjob", "ray.io/raycluster"}
+var integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset", "ray.io/rayjob", "ray.io/raycluster", "trainer.kubeflow.org/trainjob"}
 
 func TestMain(m *testing.M) {
 	if os.Getenv("BERTH_TEST_LOG") != "" {
@@ -70,6 +71,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	trainerMod, err := apiserver.ModuleDir("github.com/kubeflow/trainer/v2")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// Every queue series carries a team label, from the queue's own.
 	if err := metrics.Configure(configv1alpha1.Metrics{CustomLabels: []configv1alpha1.MetricLabel{{Name: teamLabel}}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -78,7 +84,7 @@ func TestMain(m *testing.M) {
 	os.Exit(apiserver.RunSuite(m, &server,
 		func() (func(), error) { return func() { stopManager() }, startManager() },
 		apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases"), filepath.Join(lws, "config", "crd", "bases"),
-			filepath.Join(ray, "config", "crd", "bases")),
+			filepath.Join(ray, "config", "crd", "bases"), filepath.Join(trainerMod, "manifests", "base", "crds")),
 		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")),
 		apiserver.WithOwnerReferencesPermissionEnforcement()))
 }

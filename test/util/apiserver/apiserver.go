@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -250,7 +251,7 @@ func Scheme() (*k8sruntime.Scheme, error) {
 	if err := berthv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	for _, add := range []func(*k8sruntime.Scheme) error{jobsetapi.AddToScheme, rayv1.AddToScheme} {
+	for _, add := range []func(*k8sruntime.Scheme) error{jobsetapi.AddToScheme, rayv1.AddToScheme, trainer.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
