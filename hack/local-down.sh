@@ -5,7 +5,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export KWOK_WORKDIR=$ROOT/_output/local/kwok
-for pidfile in "$ROOT"/_output/local/{berth,berth-*,jobset,lws,ray,autoscalerdouble}/pid; do
+for pidfile in "$ROOT"/_output/local/{berth,berth-*,jobset,lws,ray,trainer,autoscalerdouble}/pid; do
 	if [[ -f $pidfile ]]; then
 		kill "$(cat "$pidfile")" 2>/dev/null || true
 	fi
@@ -23,6 +23,7 @@ pkill -f "bin/berth --config $ROOT/_output/local/berth-" 2>/dev/null || true
 pkill -f "bin/jobset-controller --config config/local" 2>/dev/null || true
 pkill -f "bin/lws-controller --config config/local" 2>/dev/null || true
 pkill -f "bin/ray-operator --enable-leader-election=false" 2>/dev/null || true
+pkill -f "bin/trainer-controller-manager --leader-elect=false" 2>/dev/null || true
 pkill -f "bin/autoscalerdouble --kubeconfig $ROOT/_output/local" 2>/dev/null || true
 rm -rf "$ROOT/_output/local"
 echo "local-down: the local cluster is stopped"

@@ -66,6 +66,8 @@ echo "local-up: applying the nodes, the CRDs, the validation policy and the webh
 JOBSET_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/jobset)/config/components/crd/bases
 LWS_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/lws operators)/config/crd/bases
 RAY_CRDS=$("$ROOT/hack/moddir.sh" github.com/ray-project/kuberay/ray-operator operators)/config/crd/bases
+# Trainer's CRD directory holds a kustomization too: its three CRDs by name.
+TRAINER_CRDS=$("$ROOT/hack/moddir.sh" github.com/kubeflow/trainer/v2 operators)/manifests/base/crds
 # wait_for ARGS... retries `kubectl wait`: it gives up at once on an object
 # that has no conditions yet, as a new CRD or node has for a moment.
 wait_for() {
@@ -83,9 +85,19 @@ for crds in "$ROOT/config/crd/bases" "$ROOT/config/components/provisioningreques
 	"${KUBECTL[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
 	wait_for --for=condition=Established -f "$crds"
 done
+trainer_crds=()
+for crd in trainjobs trainingruntimes clustertrainingruntimes; do
+	trainer_crds+=(-f "$TRAINER_CRDS/trainer.kubeflow.org_$crd.yaml")
+done
+"${KUBECTL[@]}" apply --server-side --force-conflicts "${trainer_crds[@]}" >/dev/null
+wait_for --for=condition=Established "${trainer_crds[@]}"
 "${KUBECTL[@]}" apply --server-side --force-conflicts -k "$ROOT/config/validation" >/dev/null
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/webhooks.yaml" >/dev/null
 "${KUBECTL[@]}" create namespace berth-system --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
+# Trainer's certificate rotator fills this Secret; it does not create it.
+"${KUBECTL[@]}" create namespace kubeflow-system --dry-run=client -o yaml | "${KUBECTL[@]}" apply -f - >/dev/null
+"${KUBECTL[@]}" create secret generic kubeflow-trainer-webhook-cert -n kubeflow-system --dry-run=client -o yaml |
+	"${KUBECTL[@]}" apply -f - >/dev/null
 wait_for --for=condition=Ready node --all
 
 # Berth first: its webhooks see every new JobSet and LeaderWorkerSet of the
@@ -95,6 +107,7 @@ wait_for --for=condition=Ready node --all
 "$ROOT/hack/local-controller.sh" jobset
 "$ROOT/hack/local-controller.sh" lws
 "$ROOT/hack/local-controller.sh" ray
+"$ROOT/hack/local-controller.sh" trainer
 
 # The test double of cluster-autoscaler (test/autoscalerdouble): it answers
 # ProvisioningRequests with kwok nodes.

@@ -109,15 +109,18 @@ build_jobset() {
 	stamp jobset
 }
 
-# build_operators builds the LeaderWorkerSet controller and KubeRay's
-# operator from one module (hack/tools/operators): they share Kubernetes
-# libraries of their own, compiled once for both.
+# build_operators builds the LeaderWorkerSet controller, KubeRay's operator
+# and Kubeflow Trainer's controller manager from one module
+# (hack/tools/operators): they share Kubernetes libraries of their own,
+# compiled once for all three.
 build_operators() {
 	local mod=$ROOT/hack/tools/operators
-	if fresh operators "$BIN/lws-controller" "$(filehash "$mod/go.mod" "$mod/go.sum")" && [[ -x $BIN/ray-operator ]]; then return; fi
-	log "building the LeaderWorkerSet controller and KubeRay's operator"
+	if fresh operators "$BIN/lws-controller" "$(filehash "$mod/go.mod" "$mod/go.sum")" &&
+		[[ -x $BIN/ray-operator && -x $BIN/trainer-controller-manager ]]; then return; fi
+	log "building the LeaderWorkerSet controller, KubeRay's operator and Kubeflow Trainer's controller"
 	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/lws-controller" sigs.k8s.io/lws/cmd)
 	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/ray-operator" github.com/ray-project/kuberay/ray-operator)
+	(cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$BIN/trainer-controller-manager" github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager)
 	stamp operators
 }
 
@@ -151,7 +154,7 @@ main() {
 		etcd) build_etcd ;;
 		kwok) build_kwok ;;
 		jobset) build_jobset ;;
-		lws | ray) build_operators ;;
+		lws | ray | trainer) build_operators ;;
 		helm) build_helm ;;
 		controller-gen) go_install controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen "$CONTROLLER_GEN_VERSION" ;;
 		golangci-lint) go_install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;
