@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,8 +16,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/test/util/apiserver"
 )
 
 const trainerStep = "trainer.kubeflow.org/trainjob-ancestor-step"
@@ -167,4 +172,45 @@ func TestTrainJobRunsOnlyAsAdmitted(t *testing.T) {
 	if len(list.Items) != 2 {
 		t.Errorf("%d Workloads in the namespace, want the two TrainJobs'", len(list.Items))
 	}
+}
+
+// TestTrainJobSampleIsAdmitted creates config/samples/trainer's runtime and
+// TrainJob: the CRDs accept them, and Berth admits the TrainJob whole, 4
+// nodes of 8 GPUs.
+func TestTrainJobSampleIsAdmitted(t *testing.T) {
+	flavor := unique("flavor")
+	cq := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor).
+		Resource("cpu", "64").Resource("memory", "512Gi").Resource("nvidia.com/gpu", "32").Obj())
+	ns := namespace(t, nil)
+	mustCreate(t, utiltesting.MakeResourceFlavor(flavor), cq.Obj(), utiltesting.MakeLocalQueue("training", ns, cq.Name))
+	raw, err := os.ReadFile(filepath.Join(apiserver.RepoRoot(), "config", "samples", "trainer", "trainjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(raw), "\n---\n")
+	rt, tj := &trainer.ClusterTrainingRuntime{}, &trainer.TrainJob{}
+	if len(docs) != 2 {
+		t.Fatalf("the sample has %d documents, want the runtime and the TrainJob", len(docs))
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), rt); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), tj); err != nil {
+		t.Fatal(err)
+	}
+	// Cluster-scoped, and shared by every run of the suite: a name of its own.
+	rt.Name = unique(rt.Name)
+	tj.Namespace, tj.Spec.RuntimeRef.Name = ns, rt.Name
+	mustCreate(t, rt, tj)
+	waitFor(t, "the sample admitted", func(ctx context.Context) error {
+		w, err := trainJobWorkload(ctx, tj)
+		if err != nil {
+			return err
+		}
+		return admitted(w)
+	})
+	waitForClusterQueue(t, cq.Name, func(cq *berthv1alpha1.ClusterQueue) error {
+		// The first resource, cpu: 4 nodes of 8.
+		return usageIs(cq, "32", "0")
+	})
 }
