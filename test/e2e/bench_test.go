@@ -13,12 +13,13 @@ import (
 )
 
 // BenchmarkAdmitPodsBesideJobs queues the same number of single pods, of
-// pods in groups of four, of one-pod Jobs and of RayJobs of a head and one
-// worker (1,000, or BERTH_BENCH_OBJECTS) in one ClusterQueue of the local
-// cluster with room for all of them, and reports for each how fast they
-// are admitted and what the controller spends per admission and per pod.
-// KubeRay's operator runs the admitted RayJobs meanwhile, as it would in a
-// cluster:
+// pods in groups of four, of one-pod Jobs, of RayJobs of a head and one
+// worker and of TrainJobs of two nodes (1,000, or BERTH_BENCH_OBJECTS) in
+// one ClusterQueue of the local cluster with room for all of them, and
+// reports for each how fast they are admitted and what the controller
+// spends per admission and per pod. KubeRay's operator and Trainer's
+// controller run the admitted RayJobs and TrainJobs meanwhile, as they
+// would in a cluster:
 //
 //	make local-up && go test -run '^$' -bench AdmitPodsBesideJobs -benchtime 1x ./test/e2e/
 //
@@ -29,7 +30,7 @@ func BenchmarkAdmitPodsBesideJobs(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BERTH_BENCH_OBJECTS")); err == nil && v > 0 {
 		n = v
 	}
-	for _, kind := range []string{"pods", "pod-groups", "jobs", "rayjobs"} {
+	for _, kind := range []string{"pods", "pod-groups", "jobs", "rayjobs", "trainjobs"} {
 		b.Run(kind, func(b *testing.B) {
 			for range b.N {
 				admitMany(b, kind, n)
@@ -49,6 +50,10 @@ func admitMany(b *testing.B, kind string, n int) {
 	e.localQueue("main", e.queue("bench", "", gpuQuota{flavor: h100, gpus: "0"}))
 	var objects strings.Builder
 	workloads, pods := n, n
+	runtime := ""
+	if kind == "trainjobs" {
+		runtime = e.benchRuntime()
+	}
 	for i := range n {
 		switch kind {
 		case "pods":
@@ -58,6 +63,10 @@ func admitMany(b *testing.B, kind string, n int) {
 			workloads = n / benchGroupSize
 		case "rayjobs":
 			objects.WriteString(benchRayJob(e.ns, fmt.Sprintf("r%d", i)))
+			pods = 2 * n
+		case "trainjobs":
+			objects.WriteString(fmt.Sprintf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: t%d, namespace: %s, labels: {berth.dev/queue-name: main}}\nspec:\n  runtimeRef: {name: %s}\n  trainer: {numNodes: 2}\n",
+				i, e.ns, runtime))
 			pods = 2 * n
 		default:
 			objects.WriteString(benchJob(e.ns, fmt.Sprintf("j%d", i)))
@@ -150,4 +159,27 @@ spec:
         spec:
           %s
 `, name, ns, benchSpec("          "), benchSpec("          "))
+}
+
+// benchRuntime creates a ClusterTrainingRuntime whose trainer step's pods
+// are benchPod's, and returns its name.
+func (e *env) benchRuntime() string {
+	name := e.name("bench")
+	e.clusterScoped("clustertrainingruntime", name, fmt.Sprintf(`apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: %s}
+spec:
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata:
+            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+          spec:
+            template:
+              spec:
+                %s
+`, name, strings.Replace(benchSpec("                "), "name: main", "name: node", 1)))
+	return name
 }
