@@ -147,7 +147,7 @@ perf-large: ## Run the scheduler benchmark's large scenario (50,000 workloads); 
 	hack/perf.sh large $(PERF_FLAGS)
 
 .PHONY: perf-pods
-perf-pods: ## On the local cluster (started if need be): admit 1,000 single pods, pods in groups of four, one-pod Jobs, then RayJobs; admissions per second and controller CPU per admission.
+perf-pods: ## On the local cluster (started if need be): admit 1,000 single pods, pods in groups of four, one-pod Jobs, then RayJobs and TrainJobs; admissions per second and controller CPU per admission.
 	hack/local-up.sh
 	go test -count=1 -run '^$$' -bench AdmitPodsBesideJobs -benchtime 1x -timeout 30m ./test/e2e/
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -202,6 +203,7 @@ spec:
 		"why-pod-of-a-group":               {args: []string{"why", "pod/serve-0", "-n", "a"}},
 		"why-rayjob":                       {args: []string{"why", "rayjob/tune", "-n", "a"}, mutate: withRayJob},
 		"why-raycluster-of-rayjob":         {args: []string{"why", "raycluster/tune-x7k2p", "-n", "a"}, mutate: withRayJob},
+		"why-trainjob":                     {args: []string{"why", "trainjob/llama", "-n", "a"}, mutate: withTrainJob},
 		"usage":                            {args: []string{"usage"}},
 		"usage-json":                       {args: []string{"usage", "org", "-o", "json"}},
 		// urgent, ahead in team-a, borrows 2 of team-b's GPUs in the same
@@ -213,6 +215,7 @@ spec:
 		"missing-queue":     {args: []string{"positions", "cq", "nope"}, wantErr: "ClusterQueue nope not found"},
 		"missing-job":       {args: []string{"why", "job/nope", "-n", "a"}, wantErr: "Job nope not found in namespace a"},
 		"missing-rayjob":    {args: []string{"why", "rayjob/nope", "-n", "a"}, wantErr: "RayJob nope not found in namespace a"},
+		"missing-trainjob":  {args: []string{"why", "trainjob/nope", "-n", "a"}, wantErr: "TrainJob nope not found in namespace a"},
 		"bad-kind":          {args: []string{"why", "deployment/x"}, wantErr: "unknown kind deployment"},
 		"pod-group-short":   {args: []string{"why", "pod/infer-0", "-n", "a"}, wantErr: "pod group infer has no Workload yet: 1 of its 3 pods exist"},
 		"bad-output":        {args: []string{"usage", "-o", "wide"}, wantErr: `unknown output format "wide"`},
@@ -250,6 +253,16 @@ func withRayJob(objs []client.Object) []client.Object {
 	rc := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "tune-x7k2p", Namespace: "a", UID: "uid-rc",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "tune", UID: "uid-tune", Controller: new(true)}}}}
 	return append(objs, rj, wl, rc)
+}
+
+// withTrainJob adds a TrainJob waiting for 32 GPUs, and its Workload.
+func withTrainJob(objs []client.Object) []client.Object {
+	tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "llama", Namespace: "a", UID: "uid-llama", Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}}}
+	wl := utiltesting.MakeWorkload(jobframework.WorkloadName(trainer.GroupVersion.WithKind("TrainJob"), "llama", "uid-llama"), "a").Queue("main").
+		Created(3*time.Minute).Request(4, "nvidia.com/gpu", "8").
+		Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
+	wl.Status.Conditions[0].Message = "The workload does not fit: podset main: flavor h100: needs 32 nvidia.com/gpu, 2 available (nominal 8, in use 6)"
+	return append(objs, tj, wl)
 }
 
 // withHistory gives job train's Workload a life: created at 09:00, quota

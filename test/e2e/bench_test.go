@@ -65,8 +65,8 @@ func admitMany(b *testing.B, kind string, n int) {
 			objects.WriteString(benchRayJob(e.ns, fmt.Sprintf("r%d", i)))
 			pods = 2 * n
 		case "trainjobs":
-			objects.WriteString(fmt.Sprintf("apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: t%d, namespace: %s, labels: {berth.dev/queue-name: main}}\nspec:\n  runtimeRef: {name: %s}\n  trainer: {numNodes: 2}\n",
-				i, e.ns, runtime))
+			fmt.Fprintf(&objects, "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: t%d, namespace: %s, labels: {berth.dev/queue-name: main}}\nspec:\n  runtimeRef: {name: %s}\n  trainer: {numNodes: 2}\n",
+				i, e.ns, runtime)
 			pods = 2 * n
 		default:
 			objects.WriteString(benchJob(e.ns, fmt.Sprintf("j%d", i)))
