@@ -66,7 +66,7 @@ type Integration struct {
 	// writes the admission into the parts themselves: as a part is created
 	// or updated to run, its templates get the admission's labels, node
 	// selectors and tolerations, and a part that would run outside its
-	// job's admission is refused (see Options.PartOf).
+	// job's admission is refused (see carrier).
 	PartsCarryAdmission bool
 	// Setup, when set, replaces the job reconciler and webhooks: for a kind
 	// whose pods another integration queues, such as a Deployment's, whose

@@ -64,10 +64,10 @@ func (o Options) carrierOf(ctx context.Context, c client.Reader, obj client.Obje
 	return carrier{owner: owner, integration: i, wl: wl}, nil
 }
 
-// runsAdmitted reports whether the carrier's Workload is admitted and not
-// evicted: its parts may run.
+// runsAdmitted reports whether the carrier's Workload is admitted, and
+// neither evicted nor finished: its parts may start.
 func (k carrier) runsAdmitted() bool {
-	return k.wl != nil && k.wl.Status.Admission != nil && workload.IsAdmitted(k.wl) && !workload.IsEvicted(k.wl)
+	return k.wl != nil && k.wl.Status.Admission != nil && workload.IsAdmitted(k.wl) && !workload.IsEvicted(k.wl) && !workload.IsFinished(k.wl)
 }
 
 // carryAdmission writes the carrier's admission into part, a new or
@@ -104,7 +104,11 @@ func (k carrier) carryAdmission(ctx context.Context, c client.Reader, part Gener
 // pod. Its own controller renders it from the job, but from objects the
 // user may change in between (a TrainJob's runtime), and a user may edit
 // the part itself.
-func (k carrier) refusal(ctx context.Context, c client.Reader, part GenericJob) (field.ErrorList, error) {
+//
+// A part that ran before the change (old) and runs no more than it did is
+// let through whatever its job's state: its controller may still write it
+// while its job finishes, or is stopped after an eviction.
+func (k carrier) refusal(ctx context.Context, c client.Reader, old, part GenericJob) (field.ErrorList, error) {
 	if part.IsSuspended() {
 		return nil, nil
 	}
@@ -112,10 +116,17 @@ func (k carrier) refusal(ctx context.Context, c client.Reader, part GenericJob) 
 	if err != nil || len(errs) > 0 {
 		return errs, err
 	}
-	why := ""
-	if !k.runsAdmitted() {
-		why = "it is not admitted"
-	} else {
+	if old != nil && !old.IsSuspended() {
+		oldPodSets, oldErrs, err := podSetsOf(ctx, c, old)
+		if err != nil {
+			return nil, err
+		}
+		if len(oldErrs) == 0 && noMoreThan(oldPodSets, podSets) {
+			return nil, nil
+		}
+	}
+	why := "it is not admitted"
+	if k.runsAdmitted() {
 		why = outsideAdmission(k.wl, podSets)
 	}
 	if why == "" {
@@ -167,6 +178,20 @@ func outsideAdmission(wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet
 		}
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// noMoreThan reports whether every podset of podSets is one of have, of
+// no more pods and the same requests per pod.
+func noMoreThan(have, podSets []berthv1alpha1.PodSet) bool {
+	for i := range podSets {
+		got := &podSets[i]
+		j := slices.IndexFunc(have, func(ps berthv1alpha1.PodSet) bool { return ps.Name == got.Name })
+		if j < 0 || got.Count > have[j].Count ||
+			!maps.Equal(workload.PodRequests(&have[j].Template.Spec), workload.PodRequests(&got.Template.Spec)) {
+			return false
+		}
+	}
+	return true
 }
 
 // partDecision finds the carrier of obj, an object of i's kind, and wraps

@@ -55,3 +55,22 @@ func TestOutsideAdmission(t *testing.T) {
 		})
 	}
 }
+
+func TestNoMoreThan(t *testing.T) {
+	have := []berthv1alpha1.PodSet{podSetOf("init", 1, "1"), podSetOf("node", 3, "2")}
+	for _, tc := range []struct {
+		name    string
+		podSets []berthv1alpha1.PodSet
+		want    bool
+	}{
+		{"the same", have, true},
+		{"fewer pods", []berthv1alpha1.PodSet{podSetOf("node", 2, "2")}, true},
+		{"more pods", []berthv1alpha1.PodSet{podSetOf("node", 4, "2")}, false},
+		{"larger pods", []berthv1alpha1.PodSet{podSetOf("node", 3, "3")}, false},
+		{"a new podset", []berthv1alpha1.PodSet{podSetOf("extra", 1, "1")}, false},
+	} {
+		if got := noMoreThan(have, tc.podSets); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -176,7 +176,7 @@ func (v *validator) partRefused(ctx context.Context, oldJob, job GenericJob) (bo
 	if err != nil || k.owner == nil {
 		return false, err
 	}
-	errs, err := k.refusal(ctx, v.client, job)
+	errs, err := k.refusal(ctx, v.client, oldJob, job)
 	if err != nil {
 		return true, err
 	}

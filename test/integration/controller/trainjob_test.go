@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -163,6 +164,42 @@ func TestTrainJobRunsOnlyAsAdmitted(t *testing.T) {
 	waitUpdateRefused(t, "dropping the queue from the TrainJob's spec.labels", second, func(tj *trainer.TrainJob) {
 		delete(tj.Spec.Labels, berthv1alpha1.QueueNameLabel)
 	}, "spec.labels[berth.dev/queue-name]")
+
+	// Trainer marks the first TrainJob complete: its Workload finishes, and
+	// its JobSet, which ran, may still be written as long as it runs no more.
+	waitFor(t, "completing the first TrainJob", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(first), first); err != nil {
+			return err
+		}
+		first.Status.Conditions = append(first.Status.Conditions, metav1.Condition{
+			Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "JobsCompleted", LastTransitionTime: metav1.Now()})
+		return server.Client.Status().Update(ctx, first)
+	})
+	waitFor(t, "the first TrainJob's Workload finished", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(wl), wl); err != nil {
+			return err
+		}
+		if !workload.IsFinished(wl) {
+			return fmt.Errorf("not finished: %v", wl.Status.Conditions)
+		}
+		return nil
+	})
+	waitFor(t, "annotating the finished TrainJob's JobSet", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return err
+		}
+		js.Annotations = map[string]string{"example.com/note": "done"}
+		return server.Client.Update(ctx, js)
+	})
+	// Suspended, it does not start again on a finished Workload.
+	waitFor(t, "suspending the finished TrainJob's JobSet", func(ctx context.Context) error {
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return err
+		}
+		js.Spec.Suspend = ptr.To(true)
+		return server.Client.Update(ctx, js)
+	})
+	waitUpdateRefused(t, "starting it again", js, func(js *jobsetapi.JobSet) { js.Spec.Suspend = ptr.To(false) }, "it is not admitted")
 
 	// No JobSet queues by itself: only the two TrainJobs' Workloads.
 	list := &berthv1alpha1.WorkloadList{}
