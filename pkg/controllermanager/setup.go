@@ -167,6 +167,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up job integration %s: %w", i.Name, err)
 		}
 	}
+	jobframework.RegisterDisabled(mgr.GetWebhookServer(), opts.Integrations)
 	cqOf := func(ctx context.Context, name berthv1alpha1.ClusterQueueReference) (*berthv1alpha1.ClusterQueue, error) {
 		cq := &berthv1alpha1.ClusterQueue{}
 		// Read only: the informer cache's own object.

@@ -74,7 +74,7 @@ func TestInstalledController(t *testing.T) {
 	mustKubectl(t, "", "scale", "deployment", deployment.Name, "-n", deployment.Namespace, "--replicas=0")
 	apply(t, webhookEndpoints(t, deployment.Namespace))
 
-	enableRay(t, deployment)
+	enableOptIn(t, deployment)
 	proc := runAsDeployed(t, release, deployment, "installed")
 	if err := proc.start(); err != nil {
 		t.Fatal(err)
@@ -511,12 +511,16 @@ func runAsDeployed(t *testing.T, release string, d *appsv1.Deployment, name stri
 	return &installed{script: script.String(), env: env, logFile: filepath.Join(dir, "berth.log")}
 }
 
-// enableRay does what the shipped configuration's comments tell an
-// administrator with KubeRay installed to do: it uncomments
-// ray.io/rayjob and ray.io/raycluster in the frameworks of the
-// Deployment's configuration, in the cluster, so that the stories run the
-// Ray rows with the installed controller's RBAC.
-func enableRay(t *testing.T, d *appsv1.Deployment) {
+// optInFrameworks are the frameworks the shipped configuration lists
+// commented out, for the clusters that have their CRDs.
+var optInFrameworks = []string{"ray.io/rayjob", "ray.io/raycluster", "trainer.kubeflow.org/trainjob"}
+
+// enableOptIn does what the shipped configuration's comments tell an
+// administrator with KubeRay and Kubeflow Trainer installed to do: it
+// uncomments optInFrameworks in the frameworks of the Deployment's
+// configuration, in the cluster, so that the stories run the Ray and
+// TrainJob rows with the installed controller's RBAC.
+func enableOptIn(t *testing.T, d *appsv1.Deployment) {
 	t.Helper()
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.ConfigMap == nil {
@@ -526,10 +530,10 @@ func enableRay(t *testing.T, d *appsv1.Deployment) {
 		changed := map[string]string{}
 		for key, value := range data {
 			on := value
-			for _, f := range []string{"ray.io/rayjob", "ray.io/raycluster"} {
+			for _, f := range optInFrameworks {
 				on = strings.Replace(on, "# - "+f+"\n", "- "+f+"\n", 1)
 			}
-			if strings.Count(on, "\n") == strings.Count(value, "\n") && len(on) == len(value)-4 {
+			if strings.Count(on, "\n") == strings.Count(value, "\n") && len(on) == len(value)-2*len(optInFrameworks) {
 				changed[key] = on
 			}
 		}
@@ -543,7 +547,7 @@ func enableRay(t *testing.T, d *appsv1.Deployment) {
 		mustKubectl(t, "", "patch", "configmap", v.ConfigMap.Name, "-n", d.Namespace, "--type=merge", "-p", string(patch))
 		return
 	}
-	t.Fatal("the Deployment's configuration offers no commented ray.io/rayjob and ray.io/raycluster to enable")
+	t.Fatalf("the Deployment's configuration offers no commented %v to enable", optInFrameworks)
 }
 
 // configMapData reads a ConfigMap's data from the cluster.
