@@ -340,7 +340,13 @@ func (r *WorkloadReconciler) resolvePodPriority(ctx context.Context, wl *berthv1
 func (r *WorkloadReconciler) reconcileReserved(ctx context.Context, wl *berthv1alpha1.Workload) (ctrl.Result, error) {
 	r.pending.Forget(client.ObjectKeyFromObject(wl))
 	r.queues.DeleteWorkload(workload.Key(wl))
+	shrinks := r.cache.Shrinks(wl)
 	r.cache.AddOrUpdateWorkload(wl)
+	if shrinks {
+		// An elastic job scaled down: what it gave back may admit others.
+		r.status.ClusterQueueChanged(wl.Status.Admission.ClusterQueue)
+		r.queues.QueueInadmissible(wl.Status.Admission.ClusterQueue)
+	}
 	if workload.IsEvicted(wl) {
 		if r.runByIntegration(wl) {
 			// The job integration stops the job, then requeues the workload.

@@ -125,6 +125,9 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		if n, err := LivePods(ctx, r.client, client.ObjectKeyFromObject(wl)); err != nil || n > 0 {
 			return ctrl.Result{RequeueAfter: podsGonePoll}, err
 		}
+		if dropped, err := r.dropSlice(ctx, job, wl); err != nil || dropped {
+			return ctrl.Result{}, err
+		}
 		if err := r.apply(ctx, wl, workload.Finish(finishReason(succeeded), msg)); err != nil {
 			return ctrl.Result{}, err
 		}

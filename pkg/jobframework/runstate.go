@@ -70,9 +70,18 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 			r.eventf(job, wl, corev1.EventTypeWarning, EventInvalidJob, "Run", "Berth cannot run the group as it is: %s", why)
 		}
 	}
+	if !admitted || evicted {
+		if dropped, err := r.dropSlice(ctx, job, wl); err != nil || dropped {
+			return ctrl.Result{}, err
+		}
+	}
+	_, elastic := AsElastic(job)
 	switch {
 	case runs && (!admitted || evicted):
 		return ctrl.Result{}, r.stop(ctx, job, wl)
+	case !job.IsSuspended() && elastic && admitted:
+		// Its pods beyond the admission wait at their gate.
+		return r.syncElastic(ctx, job, wl, podSets)
 	case !job.IsSuspended():
 		// A group none of whose pods runs or waits (all ended or being
 		// deleted) is not suspended either, admitted or not.
@@ -201,14 +210,24 @@ func beyondAdmission(wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet)
 			}
 		}
 	}
-	if len(podSets) == len(wl.Spec.PodSets) {
-		// Requests only: counts were checked above, selectors and
-		// tolerations carry the admission's directives.
-		for i := range podSets {
-			have, got := workload.PodRequests(&wl.Spec.PodSets[i].Template.Spec), workload.PodRequests(&podSets[i].Template.Spec)
-			if !maps.Equal(have, got) {
-				diffs = append(diffs, fmt.Sprintf("podset %s: other requests per pod", podSets[i].Name))
-			}
+	if diff := requestsBeyond(wl, podSets); diff != "" {
+		diffs = append(diffs, diff)
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// requestsBeyond says which podsets of a running job ask for other
+// requests per pod than its Workload's: selectors and tolerations carry
+// the admission's directives, and counts are checked by the caller.
+func requestsBeyond(wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet) string {
+	if len(podSets) != len(wl.Spec.PodSets) {
+		return ""
+	}
+	var diffs []string
+	for i := range podSets {
+		have, got := workload.PodRequests(&wl.Spec.PodSets[i].Template.Spec), workload.PodRequests(&podSets[i].Template.Spec)
+		if !maps.Equal(have, got) {
+			diffs = append(diffs, fmt.Sprintf("podset %s: other requests per pod", podSets[i].Name))
 		}
 	}
 	return strings.Join(diffs, "; ")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -81,6 +82,9 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(i.GVK.Group + "-" + i.GVK.Kind)
 	if i.GroupLabel == "" {
 		b = b.For(i.NewJob().Object()).Owns(&berthv1alpha1.Workload{})
+		if _, ok := i.NewJob().(ElasticJob); ok {
+			b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(i.requestOfElasticPod))
+		}
 	} else {
 		b = b.Watches(i.NewJob().Object(), handler.EnqueueRequestsFromMapFunc(i.requestOfJob)).
 			Watches(&berthv1alpha1.Workload{}, handler.EnqueueRequestsFromMapFunc(i.requestOfWorkload))

@@ -89,10 +89,11 @@ func (v *validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	if selected, err := v.integration.selects(ctx, v.client, job.Object(), v.opts); err != nil || !selected {
 		return nil, err
 	}
-	_, errs, err := podSetsOf(ctx, v.client, job)
+	podSets, errs, err := podSetsOf(ctx, v.client, job)
 	if err != nil {
 		return nil, err
 	}
+	errs = append(errs, elasticErrors(nil, job, nil, podSetNames(podSets))...)
 	if c, ok := job.(JobWithCreateChecks); ok {
 		errs = append(errs, c.ValidateOnCreate()...)
 	}
@@ -161,8 +162,13 @@ func (v *validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if err != nil {
 		return nil, err
 	}
+	errs = append(errs, elasticErrors(oldJob, newJob, wl, podSetNames(newPodSets))...)
 	if len(oldErrs) == 0 && newPodSets != nil {
-		errs = append(errs, podSetsChange(newJob, oldPodSets, newPodSets, wl)...)
+		_, elastic := AsElastic(oldJob)
+		if _, ok := AsElastic(newJob); !ok {
+			elastic = false
+		}
+		errs = append(errs, podSetsChange(newJob, oldPodSets, newPodSets, wl, elastic)...)
 	}
 	return nil, v.invalid(newJob, errs)
 }
@@ -346,9 +352,19 @@ func unadmittedStart(oldJob, newJob GenericJob, wl *berthv1alpha1.Workload) fiel
 	return field.ErrorList{field.Forbidden(path, "a job in a Berth queue runs only once admitted, and Berth starts it then; "+why)}
 }
 
+// podSetNames are the names of podSets.
+func podSetNames(podSets []berthv1alpha1.PodSet) []string {
+	names := make([]string, len(podSets))
+	for i := range podSets {
+		names[i] = podSets[i].Name
+	}
+	return names
+}
+
 // podSetsChange refuses a change of the pod sets of a job that holds quota
-// or runs: the pods would ask for what was not admitted.
-func podSetsChange(job GenericJob, oldPodSets, newPodSets []berthv1alpha1.PodSet, wl *berthv1alpha1.Workload) field.ErrorList {
+// or runs: the pods would ask for what was not admitted. An elastic job's
+// counts may change: the pods it adds wait for a slice of quota.
+func podSetsChange(job GenericJob, oldPodSets, newPodSets []berthv1alpha1.PodSet, wl *berthv1alpha1.Workload, elastic bool) field.ErrorList {
 	holds := wl != nil && workload.HasQuotaReservation(wl)
 	if !holds && job.IsSuspended() {
 		return nil
@@ -368,11 +384,11 @@ func podSetsChange(job GenericJob, oldPodSets, newPodSets []berthv1alpha1.PodSet
 			// The job is its only pod.
 			templatePath = field.NewPath("spec")
 		}
-		if o.Count != n.Count {
+		if o.Count != n.Count && !elastic {
 			errs = append(errs, field.Forbidden(countPath, fmt.Sprintf(
-				"cannot change from %d to %d pods %s; stop the workload (kubectl berth stop), change the job while it waits, and resume it (kubectl berth resume)", o.Count, n.Count, why)))
-			n.Count = o.Count
+				"cannot change from %d to %d pods %s; stop the workload (kubectl berth stop), change the job while it waits, and resume it (kubectl berth resume), or make the job elastic (%s: \"true\") when you create it", o.Count, n.Count, why, berthv1alpha1.ElasticAnnotation)))
 		}
+		n.Count = o.Count
 		if diff := workload.PodSetsDiffer([]berthv1alpha1.PodSet{o}, []berthv1alpha1.PodSet{n}); diff != "" {
 			errs = append(errs, field.Forbidden(templatePath, fmt.Sprintf("cannot change %s (%s)", why, diff)))
 		}

@@ -67,6 +67,7 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 		return err
 	}
 	job.Suspend()
+	gateElastic(job)
 	if c, ok := job.(JobWithCreateDefaults); ok {
 		c.DefaultOnCreate()
 	}

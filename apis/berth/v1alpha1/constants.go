@@ -78,6 +78,37 @@ const (
 	// +berth:setBy=Berth
 	PodGroupRoleAnnotation = "berth.dev/pod-group-role"
 
+	// ElasticAnnotation, "true" on a Job or a RayCluster, makes it elastic:
+	// once admitted, raising its parallelism or a worker group's replicas
+	// queues the added pods as a slice of quota (a Workload of their own)
+	// while the running pods go on, and lowering it gives the removed
+	// pods' quota back once they have ended. It is read when the job is
+	// created and cannot change while the job has a Workload.
+	// +berth:setBy=user
+	ElasticAnnotation = "berth.dev/elastic"
+	// ElasticGate is the scheduling gate of an elastic job's pods: Berth
+	// adds it to the job's pod templates at creation and removes it from
+	// a pod once quota is admitted for it.
+	// +berth:setBy=Berth
+	ElasticGate = "berth.dev/elastic"
+	// ElasticLabel is set to "true" on the pod templates of an elastic job,
+	// and so on its pods.
+	// +berth:setBy=Berth
+	ElasticLabel = "berth.dev/elastic"
+	// SliceOfLabel is set on the Workload of a slice of an elastic job to
+	// the name of the job's Workload, which the slice grows once admitted.
+	// +berth:setBy=Berth
+	SliceOfLabel = "berth.dev/slice-of"
+	// SliceFlavorsAnnotation is set on a slice's Workload to the flavor of
+	// each resource of each podset, as JSON: a slice is admitted only in
+	// the flavors its job runs in.
+	// +berth:setBy=Berth
+	SliceFlavorsAnnotation = "berth.dev/slice-flavors"
+	// SliceBaseAnnotation is set on a slice's Workload to the counts its
+	// job's Workload was admitted for when the slice was made, as JSON.
+	// +berth:setBy=Berth
+	SliceBaseAnnotation = "berth.dev/slice-base"
+
 	// ResourceInUseFinalizer keeps a ClusterQueue while workloads hold its
 	// quota, so that deleting it lets admitted workloads run to completion.
 	// +berth:setBy=Berth
@@ -89,7 +120,7 @@ const (
 // membership in a workload and its place in the workload's gangs rest on
 // them.
 var (
-	OwnedLabels      = []string{ManagedLabel, WorkloadLabel, PodSetLabel}
+	OwnedLabels      = []string{ManagedLabel, WorkloadLabel, PodSetLabel, ElasticLabel}
 	OwnedAnnotations = []string{PodSetSizeAnnotation, PodGroupRoleAnnotation}
 )
 

@@ -198,6 +198,26 @@ func (c *Cache) LocalQueueUsage() map[string]resources.Requests {
 	return out
 }
 
+// Shrinks reports whether wl, a version of a workload the cache holds,
+// holds less of some flavor and resource than the cache has for it: an
+// elastic job gave back the quota of pods it no longer runs, and the
+// workloads waiting for that quota may be tried again.
+func (c *Cache) Shrinks(wl *berthv1alpha1.Workload) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	have, ok := c.byKey[workload.Key(wl)]
+	if !ok || wl.Status.Admission == nil {
+		return false
+	}
+	now := workload.AdmissionUsage(wl.Status.Admission)
+	for fr, v := range have.Usage {
+		if now[fr] < v {
+			return true
+		}
+	}
+	return false
+}
+
 // HoldsQuota reports whether the workload with key holds quota now,
 // confirmed or assumed.
 func (c *Cache) HoldsQuota(key string) bool {

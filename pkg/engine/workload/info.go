@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -27,6 +28,10 @@ type PodSetInfo struct {
 	Tolerations []corev1.Toleration
 	// NodeSelector is the pod template's node selector.
 	NodeSelector map[string]string
+	// Flavors, when not nil, are the only flavors the podset may take, by
+	// resource: a slice of an elastic job runs where its job runs. A
+	// resource it does not name may take no flavor.
+	Flavors map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference
 }
 
 // Info is the admission view of a Workload. It is immutable: build a new
@@ -65,8 +70,15 @@ func NewInfo(wl *berthv1alpha1.Workload) *Info {
 		QueueTime: QueueTime(wl),
 		PodSets:   make([]PodSetInfo, len(wl.Spec.PodSets)),
 	}
+	pinned := SliceFlavors(wl)
 	for i := range wl.Spec.PodSets {
 		info.PodSets[i] = newPodSetInfo(&wl.Spec.PodSets[i])
+		if pinned != nil {
+			info.PodSets[i].Flavors = pinned[wl.Spec.PodSets[i].Name]
+			if info.PodSets[i].Flavors == nil {
+				info.PodSets[i].Flavors = map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference{}
+			}
+		}
 	}
 	if adm := wl.Status.Admission; adm != nil && HasQuotaReservation(wl) {
 		info.ClusterQueue = adm.ClusterQueue
@@ -77,6 +89,22 @@ func NewInfo(wl *berthv1alpha1.Workload) *Info {
 		}
 	}
 	return info
+}
+
+// SliceFlavors are the flavors a slice of an elastic job must take, by
+// podset and resource, from its SliceFlavorsAnnotation; nil for another
+// Workload. A value that cannot be read pins every podset to no flavor:
+// the slice then waits, and says so, rather than take another flavor.
+func SliceFlavors(wl *berthv1alpha1.Workload) map[string]map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference {
+	v, ok := wl.Annotations[berthv1alpha1.SliceFlavorsAnnotation]
+	if !ok {
+		return nil
+	}
+	out := map[string]map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference{}
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		return map[string]map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference{}
+	}
+	return out
 }
 
 func newPodSetInfo(ps *berthv1alpha1.PodSet) PodSetInfo {

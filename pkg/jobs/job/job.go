@@ -64,6 +64,7 @@ var (
 	_ jobframework.JobWithPodSpecs     = (*Job)(nil)
 	_ jobframework.JobWithPodSetPaths  = (*Job)(nil)
 	_ jobframework.JobWithUpdateChecks = (*Job)(nil)
+	_ jobframework.ElasticJob          = (*Job)(nil)
 )
 
 // Object is the Job.
@@ -96,6 +97,12 @@ func (j *Job) ValidateOnUpdate(old jobframework.GenericJob) field.ErrorList {
 // PodSpecs is the spec of the Job's pod template.
 func (j *Job) PodSpecs() []*corev1.PodSpec {
 	return []*corev1.PodSpec{&j.Spec.Template.Spec}
+}
+
+// PodTemplates is the Job's pod template: a Job with berth.dev/elastic:
+// "true" may change its parallelism once admitted.
+func (j *Job) PodTemplates() []*corev1.PodTemplateSpec {
+	return []*corev1.PodTemplateSpec{&j.Spec.Template}
 }
 
 // count is the number of pods the Job runs at once.

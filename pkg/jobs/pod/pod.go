@@ -100,6 +100,8 @@ func (p *Pod) IsSuspended() bool {
 
 func isAdmissionGate(g corev1.PodSchedulingGate) bool { return g.Name == berthv1alpha1.AdmissionGate }
 
+func isElasticGate(g corev1.PodSchedulingGate) bool { return g.Name == berthv1alpha1.ElasticGate }
+
 // A GroupJoiner puts a pod that another kind's controller made in that
 // kind's pod group, by setting the group's label and count, from what the
 // controller wrote on the pod. It leaves a pod it does not know, or one
@@ -191,6 +193,10 @@ func (p *Pod) ValidateOnUpdate(old jobframework.GenericJob) field.ErrorList {
 	}
 	errs := ownedKeysChanged(oldPod.Object(), p.Object())
 	errs = append(errs, groupFieldsChanged((*corev1.Pod)(oldPod), (*corev1.Pod)(p))...)
+	if slices.ContainsFunc(oldPod.Spec.SchedulingGates, isElasticGate) && !slices.ContainsFunc(p.Spec.SchedulingGates, isElasticGate) {
+		errs = append(errs, field.Forbidden(p.HoldPath(), fmt.Sprintf(
+			"only Berth removes the gate %s, once quota is admitted for the pod", berthv1alpha1.ElasticGate)))
+	}
 	if oldPod.IsSuspended() && !p.IsSuspended() {
 		errs = append(errs, field.Forbidden(p.HoldPath(), fmt.Sprintf(
 			"only Berth removes the gate %s, once the pod's workload is admitted", berthv1alpha1.AdmissionGate)))

@@ -100,6 +100,7 @@ var (
 	_ jobframework.JobWithPodSpecs     = (*RayCluster)(nil)
 	_ jobframework.JobWithPodSetPaths  = (*RayCluster)(nil)
 	_ jobframework.JobWithUpdateChecks = (*RayCluster)(nil)
+	_ jobframework.ElasticJob          = (*RayCluster)(nil)
 )
 
 // Object is the RayCluster.
@@ -119,6 +120,11 @@ func (c *RayCluster) PodSpecs() []*corev1.PodSpec {
 	}
 	return out
 }
+
+// PodTemplates are the head's and the worker groups' templates: a
+// RayCluster with berth.dev/elastic: "true" may scale its worker groups
+// once admitted.
+func (c *RayCluster) PodTemplates() []*corev1.PodTemplateSpec { return Templates(&c.Spec) }
 
 // PodSets are the head (one pod) and each worker group (its pods, named by
 // the group).

@@ -51,9 +51,11 @@ func countProgress(pod *corev1.Pod, members []*corev1.Pod, waiting sets.Set[type
 }
 
 // live reports whether a pod still needs a node or holds one: pods that
-// finished or are being deleted are no longer part of the gang.
+// finished or are being deleted are no longer part of the gang, and pods
+// that still carry a scheduling gate are not yet (those an elastic job
+// added wait for quota, and the gang runs without them).
 func live(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil {
+	if pod.DeletionTimestamp != nil || len(pod.Spec.SchedulingGates) > 0 {
 		return false
 	}
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed

@@ -44,6 +44,10 @@ func TestCountProgress(t *testing.T) {
 			waiting: sets.New[types.UID]("w"),
 			want:    progress{Expected: 4, Placed: 3},
 		},
+		"gated pods, which an elastic job added and which wait for quota, are not waited for": {
+			members: []*corev1.Pod{self, worker("bound").Node("n1").Obj(), gated("more")},
+			want:    progress{Expected: 2, Placed: 2},
+		},
 		"finished and deleting pods are ignored": {
 			members: []*corev1.Pod{
 				self,
@@ -66,4 +70,11 @@ func TestCountProgress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gated is a worker that still carries a scheduling gate.
+func gated(name string) *corev1.Pod {
+	p := worker(name).Obj()
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "berth.dev/elastic"}}
+	return p
 }

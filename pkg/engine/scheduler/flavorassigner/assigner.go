@@ -1,6 +1,8 @@
 package flavorassigner
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -236,6 +238,14 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 		as.a.misses = append(as.a.misses, miss{kind: missFlavorNotFound, podSet: ps.Name, flavor: f})
 		return NoFit, false
 	}
+	if pin, pinned := pinnedFlavor(ps, rg); pinned && pin != f {
+		// A slice of an elastic job takes its job's flavor or none; it
+		// says so only when the queue no longer offers that one.
+		if !slices.Contains(rg.Flavors, pin) && f == rg.Flavors[len(rg.Flavors)-1] {
+			as.a.misses = append(as.a.misses, miss{kind: missPinned, podSet: ps.Name, flavor: pin})
+		}
+		return NoFit, false
+	}
 	if m, ok := checkFlavor(ps, rf); !ok {
 		m.podSet, m.flavor = ps.Name, f
 		as.a.misses = append(as.a.misses, m)
@@ -289,4 +299,19 @@ func (as *assigner) resourceMode(fr resources.FlavorResource, need int64) Mode {
 		return Preempt
 	}
 	return NoFit
+}
+
+// pinnedFlavor is the one flavor the podset may take for the resources of
+// group rg, and whether it is pinned to one (see workload.PodSetInfo.Flavors).
+// Pinned without a flavor for a resource it requests, it may take none ("").
+func pinnedFlavor(ps *workload.PodSetInfo, rg *cache.ResourceGroup) (berthv1alpha1.ResourceFlavorReference, bool) {
+	if ps.Flavors == nil {
+		return "", false
+	}
+	for _, r := range rg.CoveredResources {
+		if ps.PerPod[r] > 0 {
+			return ps.Flavors[r], true
+		}
+	}
+	return "", true
 }

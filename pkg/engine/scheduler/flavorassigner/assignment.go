@@ -75,6 +75,7 @@ const (
 	missSelector
 	missUncovered
 	missFlavorNotFound
+	missPinned
 )
 
 // miss records one flavor tried and why it was not taken outright; only

@@ -36,6 +36,11 @@ func (m miss) String() string {
 		return fmt.Sprintf("%sflavor %s: node selector %s does not match the flavor's node labels", prefix, m.flavor, m.label)
 	case missUncovered:
 		return fmt.Sprintf("%sresource %s is not covered by any flavor of the ClusterQueue", prefix, m.resource)
+	case missPinned:
+		if m.flavor == "" {
+			return prefix + "the slice's job runs in no flavor of the ClusterQueue that covers this resource"
+		}
+		return fmt.Sprintf("%sflavor %s, in which the slice's job runs, is no longer one of the ClusterQueue's", prefix, m.flavor)
 	case missFlavorNotFound:
 		return fmt.Sprintf("%sflavor %s: ResourceFlavor not found", prefix, m.flavor)
 	}
