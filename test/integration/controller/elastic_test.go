@@ -225,4 +225,3 @@ func patchJob(t *testing.T, job *batchv1.Job, change func(*batchv1.Job)) error {
 	change(patched)
 	return server.Client.Patch(ctxFor(t), patched, client.MergeFrom(cur))
 }
-
