@@ -25,6 +25,7 @@ func TestAssign(t *testing.T) {
 		wantBorrows bool
 		wantCounts  []int32
 		wantFlavors []string
+		wantMsg     string
 	}{
 		"fit": {
 			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4")).Obj(),
@@ -90,6 +91,29 @@ func TestAssign(t *testing.T) {
 			).Obj(),
 			wantMode: Fit, wantCounts: []int32{6, 4}, wantFlavors: []string{"h100", "h100"},
 		},
+		"a slice takes its job's flavor, though an earlier one fits": {
+			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "4")).Obj(),
+			wl:       slice(`{"main":{"nvidia.com/gpu":"a100"}}`),
+			wantMode: Fit, wantCounts: []int32{2}, wantFlavors: []string{"a100"},
+		},
+		"a slice waits for its job's flavor rather than take another": {
+			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "1")).Obj(),
+			wl:       slice(`{"main":{"nvidia.com/gpu":"a100"}}`),
+			wantMode: NoFit, wantCounts: []int32{2}, wantFlavors: []string{""},
+			wantMsg:  "podset main: flavor a100: needs 2 nvidia.com/gpu, 1 available (nominal 1, in use 0)",
+		},
+		"a slice whose job's flavor the queue no longer has says so": {
+			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4")).Obj(),
+			wl:       slice(`{"main":{"nvidia.com/gpu":"a100"}}`),
+			wantMode: NoFit, wantCounts: []int32{2}, wantFlavors: []string{""},
+			wantMsg:  "podset main: flavor a100, in which the slice's job runs, is no longer one of the ClusterQueue's",
+		},
+		"a slice whose flavors cannot be read takes none": {
+			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4")).Obj(),
+			wl:       slice(`not json`),
+			wantMode: NoFit, wantCounts: []int32{2}, wantFlavors: []string{""},
+			wantMsg:  "podset main: the slice's job runs in no flavor of the ClusterQueue that covers this resource",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -126,6 +150,17 @@ func TestAssign(t *testing.T) {
 			if diff := cmp.Diff(tc.wantFlavors, flavors); diff != "" {
 				t.Errorf("flavors (-want +got):\n%s", diff)
 			}
+			if tc.wantMsg != "" && a.Message() != tc.wantMsg {
+				t.Errorf("message = %q, want %q", a.Message(), tc.wantMsg)
+			}
 		})
 	}
+}
+
+// slice is a Workload of 2 pods of one GPU pinned to the flavors of
+// its annotation, as a slice of an elastic job is.
+func slice(flavors string) *berthv1alpha1.Workload {
+	wl := utiltesting.MakeWorkload("slice", "ns").Request(2, "nvidia.com/gpu", "1").Obj()
+	wl.Annotations = map[string]string{berthv1alpha1.SliceFlavorsAnnotation: flavors}
+	return wl
 }
