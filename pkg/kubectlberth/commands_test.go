@@ -204,6 +204,7 @@ spec:
 		"why-rayjob":                       {args: []string{"why", "rayjob/tune", "-n", "a"}, mutate: withRayJob},
 		"why-raycluster-of-rayjob":         {args: []string{"why", "raycluster/tune-x7k2p", "-n", "a"}, mutate: withRayJob},
 		"why-trainjob":                     {args: []string{"why", "trainjob/llama", "-n", "a"}, mutate: withTrainJob},
+		"why-elastic-job-growing":          {args: []string{"why", "job/grow", "-n", "a"}, mutate: withGrowingJob},
 		"usage":                            {args: []string{"usage"}},
 		"usage-json":                       {args: []string{"usage", "org", "-o", "json"}},
 		// urgent, ahead in team-a, borrows 2 of team-b's GPUs in the same
@@ -263,6 +264,22 @@ func withTrainJob(objs []client.Object) []client.Object {
 		Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
 	wl.Status.Conditions[0].Message = "The workload does not fit: podset main: flavor h100: needs 32 nvidia.com/gpu, 2 available (nominal 8, in use 6)"
 	return append(objs, tj, wl)
+}
+
+// withGrowingJob adds an elastic Job admitted for 2 pods, raised to 4,
+// whose slice of 2 waits.
+func withGrowingJob(objs []client.Object) []client.Object {
+	job := utiltesting.MakeJob("grow", "a").Queue("main").Parallelism(4).Request("nvidia.com/gpu", "1").Obj()
+	job.UID = "uid-grow"
+	job.Annotations = map[string]string{berthv1alpha1.ElasticAnnotation: "true"}
+	name := jobframework.WorkloadName(batchv1.SchemeGroupVersion.WithKind("Job"), "grow", "uid-grow")
+	wl := utiltesting.MakeWorkload(name, "a").Queue("main").Created(5*time.Minute).Request(2, "nvidia.com/gpu", "1").AdmittedIn("team-a", "h100").Obj()
+	wl.Status.Conditions[1].Message = "Admitted by ClusterQueue team-a after waiting 2s: main: 2 pods, nvidia.com/gpu on h100"
+	slice := utiltesting.MakeWorkload(name+"-slice", "a").Queue("main").Created(time.Minute).Request(2, "nvidia.com/gpu", "1").
+		Condition(berthv1alpha1.WorkloadQuotaReserved, metav1.ConditionFalse, berthv1alpha1.ReasonPending, 0).Obj()
+	slice.Labels = map[string]string{berthv1alpha1.SliceOfLabel: name}
+	slice.Status.Conditions[0].Message = "The workload does not fit: podset main: flavor h100: needs 2 nvidia.com/gpu, 1 available (nominal 8, in use 7)"
+	return append(objs, job, wl, slice)
 }
 
 // withHistory gives job train's Workload a life: created at 09:00, quota

@@ -50,6 +50,9 @@ type Why struct {
 	// whose workloads the user may not read (the visibility API tells
 	// how many, not which).
 	AheadElsewhere int `json:"aheadElsewhere,omitempty"`
+	// Slice, for an elastic job that grew, is where the slice of the pods
+	// it added is and why it waits.
+	Slice *Why `json:"slice,omitempty"`
 }
 
 // Ahead is a workload tried before the one asked about.
@@ -208,6 +211,15 @@ func explain(cl *dashboard.Cluster, ns, name string) (Why, error) {
 	}
 	why := Why{Workload: name, Ahead: []Ahead{}}
 	why.State, why.Message = stateOf(cl, wl)
+	for _, w := range cl.Workloads {
+		if w.Namespace == ns && w.Labels[berthv1alpha1.SliceOfLabel] == name {
+			slice, err := explain(cl, ns, w.Name)
+			if err != nil {
+				return Why{}, err
+			}
+			why.Slice = &slice
+		}
+	}
 	positions := cl.Positions()
 	p, queued := positions[workload.Key(wl)]
 	if !queued {
@@ -297,6 +309,15 @@ func checksMessage(wl *berthv1alpha1.Workload) string {
 }
 
 func whyTable(w io.Writer, why Why) error {
+	if err := whyRows(w, why); err != nil || why.Slice == nil {
+		return err
+	}
+	row(w, "")
+	row(w, "Growing by a slice:")
+	return whyRows(w, *why.Slice)
+}
+
+func whyRows(w io.Writer, why Why) error {
 	row(w, "Workload:", why.Workload)
 	row(w, "State:", why.State)
 	row(w, "Why:", orDash(why.Message))
