@@ -78,7 +78,7 @@ const (
 	// +berth:setBy=Berth
 	PodGroupRoleAnnotation = "berth.dev/pod-group-role"
 
-	// ElasticAnnotation, "true" on a Job or a RayCluster, makes it elastic:
+	// ElasticAnnotation makes a Job or a RayCluster elastic when "true":
 	// once admitted, raising its parallelism or a worker group's replicas
 	// queues the added pods as a slice of quota (a Workload of their own)
 	// while the running pods go on, and lowering it gives the removed

@@ -196,7 +196,7 @@ func TestRayJobThatBerthCannotBoundIsRefused(t *testing.T) {
 }
 
 // TestRaySamplesAreAdmitted creates config/samples/ray's RayJob and
-// RayCluster, each in a namespace of its own on a queue with room for it:
+// RayClusters (the elastic one's workers gated by the webhook), each in a namespace of its own on a queue with room for it:
 // the samples are what the CRDs accept and Berth admits whole.
 func TestRaySamplesAreAdmitted(t *testing.T) {
 	samples := map[string]struct {
@@ -211,6 +211,10 @@ func TestRaySamplesAreAdmitted(t *testing.T) {
 				return rayJobWorkload(ctx, o.(*rayv1.RayJob))
 			}},
 		"raycluster.yaml": {obj: &rayv1.RayCluster{}, cpu: "9",
+			workload: func(ctx context.Context, o client.Object) (*berthv1alpha1.Workload, error) {
+				return rayClusterWorkload(ctx, o.(*rayv1.RayCluster))
+			}},
+		"raycluster-elastic.yaml": {obj: &rayv1.RayCluster{}, cpu: "9",
 			workload: func(ctx context.Context, o client.Object) (*berthv1alpha1.Workload, error) {
 				return rayClusterWorkload(ctx, o.(*rayv1.RayCluster))
 			}},
