@@ -213,3 +213,55 @@ func TestElasticJobScalesWithTheJobController(t *testing.T) {
 func sameUIDs(a, b []string) bool {
 	return len(a) == len(b) && !slices.ContainsFunc(a, func(uid string) bool { return !slices.Contains(b, uid) })
 }
+
+// elasticEscapes is the escape matrix's row for elastic jobs: with 2 pods
+// running and a third waiting at its gate for a slice that does not fit,
+// the owner removes the gate from the waiting pod, takes the annotation
+// off, and deletes the Job keeping its pods; each is refused, naming the
+// field, or stops what ran, and the slice goes with it.
+func elasticEscapes(t *testing.T, table *escapeTable) {
+	t.Run("Job/elastic: ungate a waiting pod, drop the annotation, orphan the pods", func(t *testing.T) {
+		e := newEnv(t)
+		e.localQueue("main", e.queue("elastic", "", gpuQuota{flavor: e.flavor("h100"), gpus: "2"}))
+		e.sampleGPUs(2)
+		manifest := strings.Replace(jobManifest(e.ns, "grow", "main", "", 2, 1, ""), "metadata: {name: grow,", "metadata: {annotations: {berth.dev/elastic: \"true\"}, name: grow,", 1)
+		apply(t, strings.Replace(manifest, "  completions: 2", "  completions: 100", 1))
+		var wl, waiting string
+		eventually(t, "2 pods running, a third waiting at its gate for its slice", 90*time.Second, func(ctx context.Context) error {
+			wl, _, _ = e.jobWorkloads(ctx, "grow")
+			if running, _ := e.podsByPhase(ctx, wl, "main"); wl == "" || len(running) != 2 {
+				return fmt.Errorf("Workload %q: %q", wl, e.podsOf(ctx, wl))
+			}
+			if get(ctx, "job", "grow", "-n", e.ns, "-o", "jsonpath={.spec.parallelism}") != "3" {
+				if _, err := kubectl(ctx, "", "patch", "job", "grow", "-n", e.ns, "--type=merge", "-p", `{"spec":{"parallelism":3}}`); err != nil {
+					return err
+				}
+			}
+			_, slice, msg := e.jobWorkloads(ctx, "grow")
+			if _, gated := e.podsByPhase(ctx, wl, "main"); gated != 1 || !strings.Contains(msg, "needs 1 nvidia.com/gpu, 0 available") {
+				return fmt.Errorf("%d gated, slice %q waits with %q", gated, slice, msg)
+			}
+			waiting = get(ctx, "pods", "-n", e.ns, "-l", "berth.dev/workload="+wl, "-o", `jsonpath={.items[?(@.spec.schedulingGates)].metadata.name}`)
+			return nil
+		})
+		e.refused([]string{"spec.schedulingGates", "only Berth removes the gate berth.dev/elastic"},
+			"patch", "pod", waiting, "-n", e.ns, "--type=json", "-p", `[{"op":"remove","path":"/spec/schedulingGates"}]`)
+		e.refused([]string{"metadata.annotations[berth.dev/elastic]", "cannot change while it has Workload"},
+			"annotate", "job", "grow", "-n", e.ns, "berth.dev/elastic-")
+		e.auditClean()
+		if _, err := kubectl(t.Context(), "", "delete", "job", "grow", "-n", e.ns, "--cascade=orphan"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the kept pods stopped and the Workload and its slice gone", 90*time.Second, func(ctx context.Context) error {
+			if out := get(ctx, "wl", "-n", e.ns, "-o", "name"); out != "" {
+				return fmt.Errorf("workloads left: %q", out)
+			}
+			if out := get(ctx, "pods", "-n", e.ns, "-l", "berth.dev/workload="+wl, "--field-selector=status.phase=Running", "-o", "name"); out != "" {
+				return fmt.Errorf("pods still running: %q", out)
+			}
+			return nil
+		})
+		table.add("Job (elastic)", "remove the gate berth.dev/elastic from a pod waiting for its slice; take berth.dev/elastic off; delete --cascade=orphan",
+			"refused, naming spec.schedulingGates and the annotation; the kept pods stopped, the Workload and its slice deleted")
+	})
+}

@@ -269,6 +269,7 @@ spec:
 
 	rayEscapes(t, table)
 	trainJobEscapes(t, table)
+	elasticEscapes(t, table)
 
 	t.Run("JobSet/a podset just below 2^63 beside a small one", func(t *testing.T) {
 		e := newEnv(t)
