@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -142,5 +143,37 @@ func TestNewSlice(t *testing.T) {
 	long.Name = strings.Repeat("x", 63)
 	if n := sliceName(long); len(n) > 63 {
 		t.Errorf("slice name %q is %d characters", n, len(n))
+	}
+}
+
+func TestElasticPodChanged(t *testing.T) {
+	gated := corev1.Pod{Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: berthv1alpha1.ElasticGate}}}}
+	let := corev1.Pod{}
+	bound := corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}}
+	running := bound
+	running.Status.Phase = corev1.PodRunning
+	ready := running
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	done := bound
+	done.Status.Phase = corev1.PodSucceeded
+	deleting := ready
+	deleting.DeletionTimestamp = &metav1.Time{Time: utiltesting.BaseTime}
+	cases := map[string]struct {
+		before, after corev1.Pod
+		want          bool
+	}{
+		"let run":            {gated, let, true},
+		"bound":              {let, bound, false},
+		"running, not ready": {bound, running, false},
+		"ready":              {running, ready, true},
+		"ended":              {running, done, true},
+		"being deleted":      {ready, deleting, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := elasticPodChanged.Update(event.UpdateEvent{ObjectOld: &tc.before, ObjectNew: &tc.after}); got != tc.want {
+				t.Errorf("passed = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -83,7 +84,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if i.GroupLabel == "" {
 		b = b.For(i.NewJob().Object()).Owns(&berthv1alpha1.Workload{})
 		if _, ok := i.NewJob().(ElasticJob); ok {
-			b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(i.requestOfElasticPod))
+			b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(i.requestOfElasticPod), builder.WithPredicates(elasticPodChanged))
 		}
 	} else {
 		b = b.Watches(i.NewJob().Object(), handler.EnqueueRequestsFromMapFunc(i.requestOfJob)).
