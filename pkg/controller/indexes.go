@@ -11,6 +11,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/workload"
+	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
 // Field indexes on the informer caches, so that reconcilers list what they
@@ -48,6 +49,9 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 		{&corev1.Pod{}, PodNodeKey, func(o client.Object) []string {
 			return nonEmpty(o.(*corev1.Pod).Spec.NodeName)
+		}},
+		{&corev1.Pod{}, jobframework.PodWorkloadKey, func(o client.Object) []string {
+			return nonEmpty(o.GetLabels()[berthv1alpha1.WorkloadLabel])
 		}},
 	}
 	for _, ix := range indexes {

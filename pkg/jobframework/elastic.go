@@ -162,6 +162,10 @@ var elasticPodChanged = predicate.Funcs{
 	},
 }
 
+// PodWorkloadKey indexes the pods the controller caches by the Workload
+// their berth.dev/workload label names (see controller.SetupIndexes).
+const PodWorkloadKey = "metadata.labels.berth.dev/workload"
+
 // podTally is what the pods of one podset of an elastic job hold.
 type podTally struct {
 	// running are the pods that may hold a node: not ended, not gated
@@ -231,7 +235,9 @@ func (r *JobReconciler) syncElastic(ctx context.Context, job GenericJob, wl *ber
 		return ctrl.Result{}, r.evictChanged(ctx, wl, "The job runs other pods than its Workload was admitted for: "+diff)
 	}
 	pods := &corev1.PodList{}
-	if err := r.client.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name}); err != nil {
+	// By the index of the pods' Workload: a label selector would be matched
+	// against every pod of the namespace on each pod's change.
+	if err := r.client.List(ctx, pods, client.InNamespace(wl.Namespace), client.MatchingFields{PodWorkloadKey: wl.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	admitted := workload.AdmittedCounts(wl)
