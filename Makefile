@@ -147,9 +147,9 @@ perf-large: ## Run the scheduler benchmark's large scenario (50,000 workloads); 
 	hack/perf.sh large $(PERF_FLAGS)
 
 .PHONY: perf-pods
-perf-pods: ## On the local cluster (started if need be): admit 1,000 single pods, pods in groups of four, one-pod Jobs, then RayJobs and TrainJobs; admissions per second and controller CPU per admission.
+perf-pods: ## On the local cluster (started if need be): admit 1,000 single pods, pods in groups of four, one-pod Jobs, then RayJobs and TrainJobs; then 500 Jobs against 500 elastic ones, and an elastic Job grown by 50 slices; admissions per second and controller CPU per admission.
 	hack/local-up.sh
-	go test -count=1 -run '^$$' -bench AdmitPodsBesideJobs -benchtime 1x -timeout 30m ./test/e2e/
+	go test -count=1 -run '^$$' -bench 'AdmitPodsBesideJobs|ElasticJobs' -benchtime 1x -timeout 45m ./test/e2e/
 
 .PHONY: perf-check
 perf-check: ## Fail when the last baseline summary misses the benchmark's targets.
