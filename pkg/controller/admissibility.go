@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
 // clusterQueueFor finds the ClusterQueue a pending workload is queued in.
@@ -48,7 +49,30 @@ func clusterQueueFor(ctx context.Context, c client.Reader, wl *berthv1alpha1.Wor
 	if msg, err := namespaceMismatch(cq, ns); msg != "" || err != nil {
 		return "", msg, err
 	}
+	if msg, err := sliceElsewhere(ctx, c, wl, cq.Name); msg != "" || err != nil {
+		return "", msg, err
+	}
 	return berthv1alpha1.ClusterQueueReference(cq.Name), "", nil
+}
+
+// sliceElsewhere says why a slice of an elastic job cannot be admitted in
+// ClusterQueue cq, if it cannot: its job holds quota in another (its
+// LocalQueue was pointed elsewhere since), into which the slice's quota
+// would be taken.
+func sliceElsewhere(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workload, cq string) (string, error) {
+	of := wl.Labels[berthv1alpha1.SliceOfLabel]
+	if of == "" {
+		return "", nil
+	}
+	job := &berthv1alpha1.Workload{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: of}, job, client.UnsafeDisableDeepCopy); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if adm := job.Status.Admission; adm != nil && workload.HasQuotaReservation(job) && string(adm.ClusterQueue) != cq {
+		return fmt.Sprintf("The slice grows Workload %s, which holds quota in ClusterQueue %s; LocalQueue %s now points to ClusterQueue %s",
+			of, adm.ClusterQueue, wl.Spec.QueueName, cq), nil
+	}
+	return "", nil
 }
 
 // get reads obj, returning the message notFound formats with args when it

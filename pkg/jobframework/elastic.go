@@ -393,7 +393,8 @@ func (r *JobReconciler) syncSlice(ctx context.Context, job GenericJob, wl *berth
 		return true, nil
 	case workload.IsAdmitted(slice) && !workload.IsEvicted(slice) && slice.Status.Admission != nil:
 		base := sliceBase(slice)
-		if maps.Equal(admitted, base) && workload.SameFlavors(wl.Status.Admission, slice.Status.Admission) {
+		if maps.Equal(admitted, base) && slice.Status.Admission.ClusterQueue == wl.Status.Admission.ClusterQueue &&
+			workload.SameFlavors(wl.Status.Admission, slice.Status.Admission) {
 			if _, err := workloadwriter.Apply(ctx, r.writer, wl, workload.Grow(slice.Status.Admission)); err != nil {
 				return false, err
 			}
@@ -402,7 +403,8 @@ func (r *JobReconciler) syncSlice(ctx context.Context, job GenericJob, wl *berth
 			return true, nil
 		}
 		// Grown by it already, or admitted for what the Workload no
-		// longer is: its quota is the Workload's, or no one's.
+		// longer is or elsewhere: its quota is the Workload's, or no
+		// one's.
 		return true, r.deleteWorkload(ctx, slice)
 	case want != nil && sameSlice(slice, want) && !workload.IsEvicted(slice) && !workload.IsFinished(slice):
 		return false, nil
