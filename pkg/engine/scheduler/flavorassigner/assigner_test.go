@@ -100,19 +100,19 @@ func TestAssign(t *testing.T) {
 			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4"), gpuQuota("a100", "1")).Obj(),
 			wl:       slice(`{"main":{"nvidia.com/gpu":"a100"}}`),
 			wantMode: NoFit, wantCounts: []int32{2}, wantFlavors: []string{""},
-			wantMsg:  "podset main: flavor a100: needs 2 nvidia.com/gpu, 1 available (nominal 1, in use 0)",
+			wantMsg: "podset main: flavor a100: needs 2 nvidia.com/gpu, 1 available (nominal 1, in use 0)",
 		},
 		"a slice whose job's flavor the queue no longer has says so": {
 			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4")).Obj(),
 			wl:       slice(`{"main":{"nvidia.com/gpu":"a100"}}`),
 			wantMode: NoFit, wantCounts: []int32{2}, wantFlavors: []string{""},
-			wantMsg:  "podset main: flavor a100, in which the slice's job runs, is no longer one of the ClusterQueue's",
+			wantMsg: "podset main: flavor a100, in which the slice's job runs, is no longer one of the ClusterQueue's",
 		},
 		"a slice whose flavors cannot be read takes none": {
 			cq:       utiltesting.MakeClusterQueue("q").ResourceGroup(gpuQuota("h100", "4")).Obj(),
 			wl:       slice(`not json`),
 			wantMode: NoFit, wantCounts: []int32{2}, wantFlavors: []string{""},
-			wantMsg:  "podset main: the slice's job runs in no flavor of the ClusterQueue that covers this resource",
+			wantMsg: "podset main: the slice's job runs in no flavor of the ClusterQueue that covers this resource",
 		},
 	}
 	for name, tc := range cases {
