@@ -12,6 +12,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -196,13 +197,23 @@ func (r *WorkloadReconciler) stopOrphan(ctx context.Context, wl *berthv1alpha1.W
 }
 
 // stopOrphanedPod stops a pod of an orphaned Workload: the Job that still
-// controls it is suspended, which deletes its pods and makes no more;
-// another pod is deleted.
+// controls it is suspended, which deletes its pods and makes no more, or,
+// when a JobSet controls that Job (a TrainJob's, kept), the JobSet, which
+// would otherwise start its Jobs again; another pod is deleted.
 func (r *WorkloadReconciler) stopOrphanedPod(ctx context.Context, p *corev1.Pod) error {
 	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
 		job := &batchv1.Job{}
 		err := r.client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, job)
 		if err == nil && job.UID == ref.UID {
+			if set := metav1.GetControllerOf(job); set != nil && set.Kind == "JobSet" && set.APIVersion == jobSetAPIVersion {
+				switch err := r.suspendJobSet(ctx, job.Namespace, set); {
+				case err == nil:
+					return nil
+				case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+					return err
+				}
+				// Gone, or another of that name: the Job is its own.
+			}
 			if ptr.Deref(job.Spec.Suspend, false) {
 				return nil
 			}
@@ -215,6 +226,23 @@ func (r *WorkloadReconciler) stopOrphanedPod(ctx context.Context, p *corev1.Pod)
 		}
 	}
 	return client.IgnoreNotFound(r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}))
+}
+
+// jobSetAPIVersion is the API version of the JobSets whose Jobs Berth
+// stops through their JobSet.
+const jobSetAPIVersion = "jobset.x-k8s.io/v1alpha2"
+
+// suspendJobSet suspends the JobSet ref names in ns, if it is still that
+// one (its UID): the JobSet controller then suspends its Jobs and keeps
+// them suspended.
+func (r *WorkloadReconciler) suspendJobSet(ctx context.Context, ns string, ref *metav1.OwnerReference) error {
+	set := &unstructured.Unstructured{}
+	set.SetAPIVersion(ref.APIVersion)
+	set.SetKind(ref.Kind)
+	set.SetNamespace(ns)
+	set.SetName(ref.Name)
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"suspend":true}}`, ref.UID)
+	return r.client.Patch(ctx, set, client.RawPatch(types.MergePatchType, []byte(patch)))
 }
 
 // EventOrphaned is the Warning on a Workload whose job was deleted while

@@ -147,4 +147,49 @@ spec:
 		e.auditClean()
 		table.add("TrainJob", "start the JobSet Trainer made for it, or take the queue it hands down off the TrainJob or the JobSet, while it waits", "refused, naming the field")
 	})
+
+	t.Run("TrainJob/GPUs in resourcesPerNode.limits only, then delete --cascade=orphan", func(t *testing.T) {
+		e := newEnv(t)
+		e.localQueue("main", e.queue("trainorphan", "", gpuQuota{flavor: e.flavor("h100"), gpus: "8"}))
+		e.sampleGPUs(8)
+		apply(t, fmt.Sprintf(`apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: limits, namespace: %s, labels: {berth.dev/queue-name: main}}
+spec:
+  runtimeRef: {name: %s}
+  trainer:
+    numNodes: 2
+    resourcesPerNode: {limits: {nvidia.com/gpu: "4"}}
+`, e.ns, e.trainingRuntime("10m")))
+		wl := ""
+		eventually(t, "the TrainJob's 2 nodes of 4 GPUs, asked for in limits, running", 90*time.Second, func(ctx context.Context) error {
+			wl = e.workload(ctx, "limits")
+			if n := strings.Count(e.podsOf(ctx, wl), "=Running@h100-"); wl == "" || n != 2 {
+				return fmt.Errorf("Workload %q: %q", wl, e.podsOf(ctx, wl))
+			}
+			return nil
+		})
+		e.job("next", "main", "", 1, 8, "")
+		e.waitPending("next", "needs 8 nvidia.com/gpu, 0 available")
+		if _, err := kubectl(t.Context(), "", "delete", "trainjob", "limits", "-n", e.ns, "--cascade=orphan"); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition("next", "Admitted", "True", "")
+		eventually(t, "the Job running, the kept JobSet's pods gone and the JobSet queued on its own, suspended", 90*time.Second, func(ctx context.Context) error {
+			if pods := e.podsOf(ctx, wl); pods != "" {
+				return fmt.Errorf("pods of the orphaned TrainJob: %q", pods)
+			}
+			if s := get(ctx, "jobset", "limits", "-n", e.ns, "-o", "jsonpath={.spec.suspend}"); s != "true" {
+				return fmt.Errorf("the kept JobSet's spec.suspend is %q", s)
+			}
+			if s, _, msg := e.condition(ctx, "limits", "QuotaReserved"); s != "False" || !strings.Contains(msg, "needs 8 nvidia.com/gpu") {
+				return fmt.Errorf("the kept JobSet's Workload: QuotaReserved %q: %s", s, msg)
+			}
+			e.running("next", 1)
+			return nil
+		})
+		e.auditClean()
+		table.add("TrainJob", "ask for GPUs in resourcesPerNode.limits only; delete the TrainJob with --cascade=orphan while it runs",
+			"counted (a Job of the 8 GPUs left waits); the kept JobSet's pods stopped, and the JobSet waits, suspended, in the queue")
+	})
 }

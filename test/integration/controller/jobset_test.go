@@ -100,3 +100,51 @@ func TestJobSetAdmittedAsOneWorkload(t *testing.T) {
 		return nil
 	})
 }
+
+// TestOrphanedWorkloadSuspendsTheJobSetOfItsPods plays what is left of a
+// TrainJob deleted with --cascade=orphan: its Workload, without an owner,
+// and the JobSet Trainer made, whose Job runs a pod of that Workload. Berth
+// suspends the JobSet, not only its Job, which the JobSet controller would
+// start again; it keeps the Workload, and its quota, until the pod has
+// ended, and then deletes it.
+func TestOrphanedWorkloadSuspendsTheJobSetOfItsPods(t *testing.T) {
+	ns := namespace(t, nil)
+	set := &jobsetapi.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: ns},
+		Spec: jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{replicatedJob("node", 1, 1)}}}
+	mustCreate(t, set)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "kept-node-0", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, jobsetapi.SchemeGroupVersion.WithKind("JobSet"))}},
+		Spec: *set.Spec.ReplicatedJobs[0].Template.Spec.DeepCopy()}
+	mustCreate(t, job)
+	wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "trainjob-gone", Namespace: ns,
+		Labels: map[string]string{berthv1alpha1.JobUIDLabel: "uid-of-the-deleted-trainjob"}},
+		Spec: berthv1alpha1.WorkloadSpec{QueueName: "main", PodSets: []berthv1alpha1.PodSet{{Name: "node", Count: 1, Template: job.Spec.Template}}}}
+	mustCreate(t, wl)
+	pod := podOf(job, "kept-node-0-0")
+	pod.OwnerReferences[0].Name, pod.OwnerReferences[0].UID = job.Name, job.UID
+	pod.Labels = map[string]string{berthv1alpha1.WorkloadLabel: wl.Name, berthv1alpha1.ManagedLabel: "true"}
+	mustCreate(t, pod)
+	setPodPhase(t, pod, corev1.PodRunning)
+
+	waitFor(t, "the kept JobSet suspended", func(ctx context.Context) error {
+		cur := &jobsetapi.JobSet{}
+		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(set), cur); err != nil {
+			return err
+		}
+		if !ptr.Deref(cur.Spec.Suspend, false) {
+			return fmt.Errorf("spec.suspend is %v", cur.Spec.Suspend)
+		}
+		return nil
+	})
+	if err := server.Client.Get(ctxFor(t), client.ObjectKeyFromObject(wl), &berthv1alpha1.Workload{}); err != nil {
+		t.Fatalf("the Workload went while its pod runs: %v", err)
+	}
+	setPodPhase(t, pod, corev1.PodFailed)
+	waitFor(t, "the Workload deleted once its pod ended", func(ctx context.Context) error {
+		err := server.Client.Get(ctx, client.ObjectKeyFromObject(wl), &berthv1alpha1.Workload{})
+		if err == nil {
+			return fmt.Errorf("workload %s still there", wl.Name)
+		}
+		return client.IgnoreNotFound(err)
+	})
+}
