@@ -385,8 +385,12 @@ func podSetsChange(job GenericJob, oldPodSets, newPodSets []berthv1alpha1.PodSet
 			templatePath = field.NewPath("spec")
 		}
 		if o.Count != n.Count && !elastic {
+			hint := ""
+			if _, can := job.(ElasticJob); can {
+				hint = fmt.Sprintf(", or create the job elastic (%s: \"true\")", berthv1alpha1.ElasticAnnotation)
+			}
 			errs = append(errs, field.Forbidden(countPath, fmt.Sprintf(
-				"cannot change from %d to %d pods %s; stop the workload (kubectl berth stop), change the job while it waits, and resume it (kubectl berth resume), or make the job elastic (%s: \"true\") when you create it", o.Count, n.Count, why, berthv1alpha1.ElasticAnnotation)))
+				"cannot change from %d to %d pods %s; stop the workload (kubectl berth stop), change the job while it waits, and resume it (kubectl berth resume)%s", o.Count, n.Count, why, hint)))
 		}
 		n.Count = o.Count
 		if diff := workload.PodSetsDiffer([]berthv1alpha1.PodSet{o}, []berthv1alpha1.PodSet{n}); diff != "" {
