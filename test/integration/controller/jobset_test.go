@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
@@ -119,12 +120,25 @@ func TestOrphanedWorkloadSuspendsTheJobSetOfItsPods(t *testing.T) {
 	wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "trainjob-gone", Namespace: ns,
 		Labels: map[string]string{berthv1alpha1.JobUIDLabel: "uid-of-the-deleted-trainjob"}},
 		Spec: berthv1alpha1.WorkloadSpec{QueueName: "main", PodSets: []berthv1alpha1.PodSet{{Name: "node", Count: 1, Template: job.Spec.Template}}}}
-	mustCreate(t, wl)
 	pod := podOf(job, "kept-node-0-0")
 	pod.OwnerReferences[0].Name, pod.OwnerReferences[0].UID = job.Name, job.UID
 	pod.Labels = map[string]string{berthv1alpha1.WorkloadLabel: wl.Name, berthv1alpha1.ManagedLabel: "true"}
 	mustCreate(t, pod)
 	setPodPhase(t, pod, corev1.PodRunning)
+	// The Workload last, once Berth's cache holds its running pod: an
+	// orphaned Workload without pods is deleted at once.
+	waitFor(t, "the pod in the controller's sight", func(ctx context.Context) error {
+		pods := &corev1.PodList{}
+		if err := server.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{berthv1alpha1.WorkloadLabel: wl.Name}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 || pods.Items[0].Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("%d pods", len(pods.Items))
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	mustCreate(t, wl)
 
 	waitFor(t, "the kept JobSet suspended", func(ctx context.Context) error {
 		cur := &jobsetapi.JobSet{}
