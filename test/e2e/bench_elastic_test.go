@@ -3,13 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/procfs"
 )
 
 // BenchmarkElasticJobs measures what elasticity costs, in one run on the
@@ -23,10 +19,7 @@ import (
 //
 //	make local-up && go test -run '^$' -bench ElasticJobs -benchtime 1x ./test/e2e/
 func BenchmarkElasticJobs(b *testing.B) {
-	n := 500
-	if v, err := strconv.Atoi(os.Getenv("BERTH_BENCH_OBJECTS")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchObjects(500)
 	for _, kind := range []string{"jobs", "elastic-jobs"} {
 		b.Run(kind, func(b *testing.B) {
 			for range b.N {
@@ -77,7 +70,7 @@ func runMany(b *testing.B, elastic bool, n int) {
 		objects.WriteString(elasticJob(e.ns, fmt.Sprintf("j%d", i), elastic, 1))
 		objects.WriteString("---\n")
 	}
-	measure(b, func() error {
+	measureWork(b, func() error {
 		_, err := kubectl(b.Context(), objects.String(), "create", "-f", "-")
 		return err
 	}, func(ctx context.Context) error {
@@ -99,7 +92,7 @@ func growBySlices(b *testing.B, steps int) {
 		return nil
 	})
 	step := 1
-	measure(b, func() error { return nil }, func(ctx context.Context) error {
+	measureWork(b, func() error { return nil }, func(ctx context.Context) error {
 		for step <= steps {
 			if got := e.podsLetRun(ctx); got < step {
 				return fmt.Errorf("%d of %d pods let run", got, step)
@@ -116,14 +109,10 @@ func growBySlices(b *testing.B, steps int) {
 	}, steps, "slice")
 }
 
-// measure runs start, then polls done, and reports per unit (n of them)
-// the wall time and the controller's CPU.
-func measure(b *testing.B, start func() error, done func(context.Context) error, n int, unit string) {
-	proc, err := procfs.NewProc(controllerPID(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	before := cpuSeconds(b, proc)
+// measureWork runs start, then polls done, and reports per unit (n of them)
+// the wall time and the controller's work.
+func measureWork(b *testing.B, start func() error, done func(context.Context) error, n int, unit string) {
+	before := startWork(b)
 	b.ResetTimer()
 	t0 := time.Now()
 	if err := start(); err != nil {
@@ -132,7 +121,6 @@ func measure(b *testing.B, start func() error, done func(context.Context) error,
 	eventually(b, fmt.Sprintf("%d %ss", n, unit), 10*time.Minute, done)
 	elapsed := time.Since(t0)
 	b.StopTimer()
-	cpu := cpuSeconds(b, proc) - before
+	before.since(b).report(b, n, unit)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), unit+"s/s")
-	b.ReportMetric(1000*cpu/float64(n), "controller-cpu-ms/"+unit)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/berth-dev/berth/test/performance/scheduler/measure"
 )
 
 // BenchmarkAdmitPodsBesideJobs queues the same number of single pods, of
@@ -26,10 +28,7 @@ import (
 // The clock runs from the first create to the last Admitted condition, and
 // the objects are created by one kubectl, as a user would.
 func BenchmarkAdmitPodsBesideJobs(b *testing.B) {
-	n := 1000
-	if v, err := strconv.Atoi(os.Getenv("BERTH_BENCH_OBJECTS")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchObjects(1000)
 	for _, kind := range []string{"pods", "pod-groups", "jobs", "rayjobs", "trainjobs"} {
 		b.Run(kind, func(b *testing.B) {
 			for range b.N {
@@ -73,11 +72,7 @@ func admitMany(b *testing.B, kind string, n int) {
 		}
 		objects.WriteString("---\n")
 	}
-	proc, err := procfs.NewProc(controllerPID(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	before := cpuSeconds(b, proc)
+	before := startWork(b)
 	b.ResetTimer()
 	start := time.Now()
 	if _, err := kubectl(b.Context(), objects.String(), "create", "-f", "-"); err != nil {
@@ -93,20 +88,77 @@ func admitMany(b *testing.B, kind string, n int) {
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
-	cpu := cpuSeconds(b, proc) - before
+	done := before.since(b)
 	b.ReportMetric(float64(workloads)/elapsed.Seconds(), "admissions/s")
 	b.ReportMetric(float64(pods)/elapsed.Seconds(), "pods/s")
 	b.ReportMetric(created.Seconds(), "s-to-create")
-	b.ReportMetric(1000*cpu/float64(workloads), "controller-cpu-ms/admission")
-	b.ReportMetric(1000*cpu/float64(pods), "controller-cpu-ms/pod")
+	b.ReportMetric(1000*done.cpu/float64(workloads), "controller-cpu-ms/admission")
+	done.report(b, pods, "pod")
 }
 
-func cpuSeconds(b *testing.B, proc procfs.Proc) float64 {
+// benchObjects is the number of objects a benchmark creates:
+// BERTH_BENCH_OBJECTS, or def.
+func benchObjects(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("BERTH_BENCH_OBJECTS")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// controllerMetrics is where the local cluster's controller serves its
+// metrics (config/local/berth.yaml).
+const controllerMetrics = "http://127.0.0.1:18080/metrics"
+
+// controllerWork is what the local cluster's controller has done: its CPU
+// time, and its reconciles, webhook calls and API writes.
+type controllerWork struct {
+	proc   procfs.Proc
+	cpu    float64
+	counts measure.ControllerCounts
+}
+
+// startWork reads what the controller has done so far.
+func startWork(b *testing.B) controllerWork {
+	proc, err := procfs.NewProc(controllerPID(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return readWork(b, proc)
+}
+
+func readWork(b *testing.B, proc procfs.Proc) controllerWork {
 	st, err := proc.Stat()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return st.CPUTime()
+	counts, err := measure.ScrapeController(b.Context(), controllerMetrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return controllerWork{proc: proc, cpu: st.CPUTime(), counts: counts}
+}
+
+// since is what the controller has done since w.
+func (w controllerWork) since(b *testing.B) controllerWork {
+	now := readWork(b, w.proc)
+	return controllerWork{
+		cpu: now.cpu - w.cpu,
+		counts: measure.ControllerCounts{
+			Reconciles:   map[string]int64{"": measure.Total(now.counts.Reconciles) - measure.Total(w.counts.Reconciles)},
+			WebhookCalls: map[string]int64{"": measure.Total(now.counts.WebhookCalls) - measure.Total(w.counts.WebhookCalls)},
+			Writes:       map[string]int64{"": measure.Total(now.counts.Writes) - measure.Total(w.counts.Writes)},
+		},
+	}
+}
+
+// report reports the controller's work per unit, n of them: its CPU, its
+// reconciles, its webhook calls and its API writes.
+func (w controllerWork) report(b *testing.B, n int, unit string) {
+	per := func(v float64) float64 { return v / float64(n) }
+	b.ReportMetric(1000*per(w.cpu), "controller-cpu-ms/"+unit)
+	b.ReportMetric(per(float64(measure.Total(w.counts.Reconciles))), "reconciles/"+unit)
+	b.ReportMetric(per(float64(measure.Total(w.counts.WebhookCalls))), "webhook-calls/"+unit)
+	b.ReportMetric(per(float64(measure.Total(w.counts.Writes))), "writes/"+unit)
 }
 
 // benchSpec is the pod spec of the benchmark's pods: a tenth of a cpu,

@@ -25,6 +25,20 @@ type ControllerCounts struct {
 	Preemptions map[string]int64
 	// Admissions is berth_admitted_workloads_total over ClusterQueues.
 	Admissions int64
+	// Reconciles is controller-runtime's reconcile_total, by controller.
+	Reconciles map[string]int64
+	// WebhookCalls is controller-runtime's webhook_requests_total, by
+	// webhook path.
+	WebhookCalls map[string]int64
+}
+
+// Total is the sum of by's values.
+func Total(by map[string]int64) int64 {
+	var n int64
+	for _, v := range by {
+		n += v
+	}
+	return n
 }
 
 // ScrapeController reads the controller's metrics from url, its metrics
@@ -49,6 +63,8 @@ func parseController(r io.Reader) (ControllerCounts, error) {
 		WatchesStarted: sumBy(fams["berth_watches_started_total"], "resource", all),
 		Preemptions:    sumBy(fams["berth_preempted_workloads_total"], "reason", all),
 		Admissions:     sum(fams["berth_admitted_workloads_total"].GetMetric()),
+		Reconciles:     sumBy(fams["controller_runtime_reconcile_total"], "controller", all),
+		WebhookCalls:   sumBy(fams["controller_runtime_webhook_requests_total"], "webhook", all),
 	}, nil
 }
 

@@ -122,7 +122,14 @@ func TestScrapeController(t *testing.T) {
 	preempted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_preempted_workloads_total", Help: "Preemptions."}, []string{"cluster_queue", "reason"})
 	admitted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "berth_admitted_workloads_total", Help: "Admissions."}, []string{"cluster_queue"})
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rest_client_request_duration_seconds", Help: "Latency."}, []string{"verb"})
-	reg.MustRegister(requests, watches, preempted, admitted, latency)
+	reconciles := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "controller_runtime_reconcile_total", Help: "Reconciles."}, []string{"controller", "result"})
+	webhooks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "controller_runtime_webhook_requests_total", Help: "Webhook calls."}, []string{"code", "webhook"})
+	reg.MustRegister(requests, watches, preempted, admitted, latency, reconciles, webhooks)
+	reconciles.WithLabelValues("-Pod", "success").Add(7)
+	reconciles.WithLabelValues("-Pod", "error").Add(1)
+	reconciles.WithLabelValues("workload", "success").Add(5)
+	webhooks.WithLabelValues("200", "/validate--v1-pod").Add(2)
+	webhooks.WithLabelValues("500", "/validate--v1-pod").Add(1)
 	requests.WithLabelValues("200", "127.0.0.1:6443", "PUT").Add(30)
 	requests.WithLabelValues("409", "127.0.0.1:6443", "PUT").Add(2)
 	requests.WithLabelValues("200", "127.0.0.1:6443", "GET").Add(50)
@@ -145,6 +152,8 @@ func TestScrapeController(t *testing.T) {
 		WatchesStarted: map[string]int64{"workloads": 3},
 		Preemptions:    map[string]int64{"InClusterQueue": 5},
 		Admissions:     32,
+		Reconciles:     map[string]int64{"-Pod": 8, "workload": 5},
+		WebhookCalls:   map[string]int64{"/validate--v1-pod": 3},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ScrapeController() (-want +got):\n%s", diff)
