@@ -7,10 +7,12 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -63,7 +65,20 @@ func main() {
 	}
 }
 
+// softLimit is how the log shows Go's soft memory limit: "none", or a
+// quantity.
+func softLimit(bytes int64) string {
+	if bytes == math.MaxInt64 {
+		return "none"
+	}
+	return resource.NewQuantity(bytes, resource.BinarySI).String()
+}
+
 func run(configFile string, deviations controllermanager.Deviations) error {
+	memoryLimit, err := deviations.SetMemoryLimit(os.Getenv)
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Load(configFile)
 	if err != nil {
 		return err
@@ -118,7 +133,7 @@ func run(configFile string, deviations controllermanager.Deviations) error {
 	if err := controllermanager.Setup(ctx, mgr, cmOpts); err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks, "procs", runtime.GOMAXPROCS(0), "stock", deviations.Stock)
+	ctrl.Log.Info("Starting Berth", "integrations", cfg.Integrations.Frameworks, "procs", runtime.GOMAXPROCS(0), "softMemoryLimit", softLimit(memoryLimit), "stock", deviations.Stock)
 	err = mgr.Start(ctx)
 	if fence != nil {
 		refused, late := fence.Counts()

@@ -44,7 +44,9 @@ integrations:
 // controllerProcess is a running Berth controller manager process.
 type controllerProcess struct {
 	binary, kubeconfig, config string
-	cmd                        *exec.Cmd
+	// env is what the process's environment adds to the runner's.
+	env []string
+	cmd *exec.Cmd
 	// exited is closed when the process has ended, with exitErr set.
 	exited     chan struct{}
 	exitErr    error
@@ -56,9 +58,10 @@ type controllerProcess struct {
 	logPath string
 }
 
-// startController starts binary against kubeconfig, with its files in dir
-// and extra appended to its configuration, and waits until it is ready.
-func startController(ctx context.Context, binary, kubeconfig, dir, extra string) (*controllerProcess, error) {
+// startController starts binary against kubeconfig, with its files in dir,
+// extra appended to its configuration and memoryLimit as its container's
+// limit (none if empty), and waits until it is ready.
+func startController(ctx context.Context, binary, kubeconfig, dir, extra, memoryLimit string) (*controllerProcess, error) {
 	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
@@ -73,10 +76,14 @@ func startController(ctx context.Context, binary, kubeconfig, dir, extra string)
 		binary:     binary,
 		kubeconfig: kubeconfig,
 		config:     cfgPath,
+		env:        []string{"KUBECONFIG=" + kubeconfig},
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
 		readyzURL:  fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0]),
 		pprofURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[3]),
 		logPath:    filepath.Join(dir, "controller.log"),
+	}
+	if memoryLimit != "" {
+		c.env = append(c.env, "BERTH_MEMORY_LIMIT="+memoryLimit)
 	}
 	if err := os.WriteFile(c.logPath, nil, 0o644); err != nil {
 		return nil, err
@@ -101,7 +108,7 @@ func (c *controllerProcess) start(ctx context.Context) error {
 		args = append(args, "--zap-log-level="+level)
 	}
 	c.cmd = exec.Command(c.binary, args...)
-	c.cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
+	c.cmd.Env = append(os.Environ(), c.env...)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	if err := c.cmd.Start(); err != nil {
 		_ = log.Close()

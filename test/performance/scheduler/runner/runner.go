@@ -61,6 +61,10 @@ type Options struct {
 	// objectRetentionPolicies.workloads.afterFinished: finished Workloads
 	// are deleted that long after they finish.
 	RetainFinished *time.Duration
+	// MemoryLimit is the container memory limit the controller is told it
+	// runs under (BERTH_MEMORY_LIMIT), as the Deployment tells it: it
+	// keeps Go's heap under half of it. Empty tells it of none.
+	MemoryLimit string
 }
 
 // controllerSettings is what opts add to the controller's configuration.
@@ -164,7 +168,7 @@ func setUp(ctx context.Context, c client.Client, s *scenario.Scenario, opts Opti
 	if err := createQueues(ctx, c, s, opts.Creators); err != nil {
 		return nil, err
 	}
-	berth, err := startController(ctx, opts.Berth, kubeconfig, opts.OutDir, controllerSettings(opts))
+	berth, err := startController(ctx, opts.Berth, kubeconfig, opts.OutDir, controllerSettings(opts), opts.MemoryLimit)
 	if err != nil {
 		return nil, err
 	}

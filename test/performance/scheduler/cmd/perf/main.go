@@ -71,6 +71,7 @@ func run(args []string) error {
 		retainFinished = &d
 		return err
 	})
+	memoryLimit := fs.String("memory-limit", "1Gi", "The container memory limit the controller is told it has, as the Deployment ships (it keeps Go's heap under half of it); empty for none.")
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New())
 
@@ -88,6 +89,7 @@ func run(args []string) error {
 		Name: name, Config: cfg, Scale: *scale, Berth: *berth, OutDir: *out,
 		CalibrationWorkers: *workers, CalibrationDuration: *calibration, Creators: *creators, Finishers: *finishers, Timeout: *timeout,
 		Profile: *profile, RestartEvery: *restartEvery, PreemptionDelay: preemptionDelay, RetainFinished: retainFinished,
+		MemoryLimit: *memoryLimit,
 	})
 	if sum == nil {
 		return runErr
