@@ -130,3 +130,76 @@ func TestPreemptorHoldsItsPreferredFlavor(t *testing.T) {
 		t.Errorf("p admitted in %s, want h100", f)
 	}
 }
+
+// TestPreemptionDelayDoesNotCountStalls: while the API server takes 3 s to
+// answer a write, the completions that would free the preemptor's quota
+// cannot get through either, so the 2 s beyond stallAfter are added to the
+// delay: the preemptor evicts at 7 s, not 5 s.
+func TestPreemptionDelayDoesNotCountStalls(t *testing.T) {
+	e, now := delayEnv()
+	ctx := context.Background()
+	e.sched.Schedule(ctx)
+	*now = time.Second
+	e.applier.onAdmit = func(string) { *now += 3 * time.Second }
+	other := mkWL("other", "ns").Queue("b").Request(1, "nvidia.com/gpu", "1").Obj()
+	if _, err := e.sched.applier.Admit(ctx, other, &berthv1alpha1.Admission{ClusterQueue: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	e.applier.onAdmit = nil
+	if got := *now; got != 4*time.Second {
+		t.Fatalf("the clock is at %s after the slow write, want 4s", got)
+	}
+	*now = 5 * time.Second
+	e.sched.WakeHeld()
+	e.sched.Schedule(ctx)
+	if victims := e.victims(); len(victims) != 0 {
+		t.Fatalf("preempted %v at 5 s, want none: 2 s of the delay were a stall", victims)
+	}
+	deadline := utiltesting.BaseTime.Add(7 * time.Second)
+	if msg := e.applier.pending["ns/p"]; !strings.Contains(msg, "at "+deadline.UTC().Format(time.RFC3339)+" preempts") {
+		t.Errorf("p pending message = %q, want the deadline moved to 7 s", msg)
+	}
+	if got := e.sched.NextDeadline(); !got.Equal(deadline) {
+		t.Errorf("NextDeadline() = %s, want %s", got, deadline)
+	}
+	*now = 7 * time.Second
+	e.sched.WakeHeld()
+	e.sched.Schedule(ctx)
+	if victims := e.victims(); len(victims) == 0 {
+		t.Errorf("nothing preempted at 7 s, want the delay over; pending: %q", e.applier.pending["ns/p"])
+	}
+}
+
+// TestStalls: a write counts as stalled for the time it waited beyond
+// stallAfter; overlapping writes count once; what ended before a time is
+// forgotten.
+func TestStalls(t *testing.T) {
+	at := func(s float64) time.Time { return utiltesting.BaseTime.Add(time.Duration(s * float64(time.Second))) }
+	var s stalls
+	s.wrote(at(0), at(0.5)) // answered in time
+	s.wrote(at(1), at(4))   // stalled 2 to 4
+	s.wrote(at(2), at(5))   // stalled 3 to 5: 2 to 5 in all
+	s.wrote(at(10), at(12)) // stalled 11 to 12
+	s.wrote(at(6), at(8))   // stalled 7 to 8, answered after the one above began
+	cases := []struct {
+		since float64
+		want  time.Duration
+	}{
+		{0, 5 * time.Second},
+		{3, 4 * time.Second},
+		{7.5, 1500 * time.Millisecond},
+		{12, 0},
+	}
+	for _, tc := range cases {
+		if got := s.since(at(tc.since)); got != tc.want {
+			t.Errorf("since(%gs) = %s, want %s", tc.since, got, tc.want)
+		}
+	}
+	if len(s.spans) != 3 {
+		t.Errorf("spans %v, want 3: 2-5, 7-8, 11-12", s.spans)
+	}
+	s.forgetBefore(at(9))
+	if len(s.spans) != 1 || s.since(at(0)) != time.Second {
+		t.Errorf("after forgetBefore(9s): spans %v, want 11-12 only", s.spans)
+	}
+}
