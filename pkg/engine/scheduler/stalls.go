@@ -102,14 +102,12 @@ type timedApplier struct {
 	now    func() time.Time
 }
 
-// Admit admits wl, and records how long the write waited.
 func (a timedApplier) Admit(ctx context.Context, wl *berthv1alpha1.Workload, admission *berthv1alpha1.Admission) (*berthv1alpha1.Workload, error) {
 	start := a.now()
 	defer func() { a.stalls.wrote(start, a.now()) }()
 	return a.Applier.Admit(ctx, wl, admission)
 }
 
-// Preempt evicts victim, and records how long the write waited.
 func (a timedApplier) Preempt(ctx context.Context, victim *berthv1alpha1.Workload, reason, message string) error {
 	start := a.now()
 	defer func() { a.stalls.wrote(start, a.now()) }()
