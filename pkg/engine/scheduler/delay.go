@@ -18,8 +18,7 @@ import (
 // gets it first; the delay bounds what it waits for that.
 //
 // The delay runs from the first cycle in which the head could only fit by
-// evicting, and stops when it is admitted or leaves its queue; the time in
-// which the API server stalled is not counted (see stalls).
+// evicting, and stops when it is admitted or leaves its queue.
 type roomWait struct {
 	since        time.Time
 	clusterQueue berthv1alpha1.ClusterQueueReference
@@ -57,7 +56,7 @@ func (c *cycle) holdInstead(e *entry, targets []preemption.Target) (bool, string
 		w = roomWait{since: c.now(), clusterQueue: e.head.ClusterQueue}
 		c.waiting[key] = w
 	}
-	deadline := c.deadline(w)
+	deadline := w.since.Add(c.preemptionDelay)
 	if !c.now().Before(deadline) {
 		return false, ""
 	}
@@ -65,27 +64,14 @@ func (c *cycle) holdInstead(e *entry, targets []preemption.Target) (bool, string
 		deadline.UTC().Format(time.RFC3339), fresh, e.assignment.Message())
 }
 
-// deadline is when w's delay ends: the preemption delay after it began,
-// and as much later as the API server stalled since.
-func (s *Scheduler) deadline(w roomWait) time.Time {
-	return w.since.Add(s.preemptionDelay + s.stalls.since(w.since))
-}
-
 // forgetWaits drops the waits of workloads that left their queue (admitted
-// elsewhere, deleted, moved) without being admitted by this scheduler, and
-// the stalls that no wait left can count.
+// elsewhere, deleted, moved) without being admitted by this scheduler.
 func (c *cycle) forgetWaits() {
-	earliest := c.now()
 	for key, w := range c.waiting {
 		if !c.queues.Queued(key, w.clusterQueue) {
 			delete(c.waiting, key)
-			continue
-		}
-		if w.since.Before(earliest) {
-			earliest = w.since
 		}
 	}
-	c.stalls.forgetBefore(earliest)
 }
 
 // NextDeadline is when the earliest preemption delay still running ends,
@@ -94,7 +80,7 @@ func (s *Scheduler) NextDeadline() time.Time {
 	var next time.Time
 	now := s.now()
 	for _, w := range s.waiting {
-		if d := s.deadline(w); d.After(now) && (next.IsZero() || d.Before(next)) {
+		if d := w.since.Add(s.preemptionDelay); d.After(now) && (next.IsZero() || d.Before(next)) {
 			next = d
 		}
 	}
@@ -107,7 +93,7 @@ func (s *Scheduler) NextDeadline() time.Time {
 func (s *Scheduler) WakeHeld() {
 	now := s.now()
 	for key, w := range s.waiting {
-		if !w.woken && !s.deadline(w).After(now) {
+		if !w.woken && !w.since.Add(s.preemptionDelay).After(now) {
 			s.queues.QueueInadmissible(w.clusterQueue)
 			w.woken = true
 			s.waiting[key] = w

@@ -31,9 +31,6 @@ type fakeApplier struct {
 	failPreempt map[string]error
 	// onPending, if set, runs when a workload is left pending.
 	onPending func(key string)
-	// onAdmit, if set, runs as a workload is admitted, before the write
-	// returns.
-	onAdmit func(key string)
 }
 
 var _ Applier = (*fakeApplier)(nil)
@@ -51,9 +48,6 @@ func (f *fakeApplier) Admit(_ context.Context, wl *berthv1alpha1.Workload, adm *
 	}
 	f.admitted[workload.Key(wl)] = adm
 	delete(f.pending, workload.Key(wl))
-	if f.onAdmit != nil {
-		f.onAdmit(workload.Key(wl))
-	}
 	return wl, nil
 }
 

@@ -32,9 +32,6 @@ type Scheduler struct {
 	// evicts; waiting are the heads doing so, by key (see roomWait).
 	preemptionDelay time.Duration
 	waiting         map[string]roomWait
-	// stalls are when the API server answered the scheduler's writes
-	// late: the delay does not count them (see stalls).
-	stalls *stalls
 	// blockAdmission admits nothing while the pods of an admitted
 	// workload are not all ready.
 	blockAdmission bool
@@ -78,8 +75,6 @@ func New(c *cache.Cache, q *queue.Manager, a Applier, opts ...Option) *Scheduler
 	for _, o := range opts {
 		o(s)
 	}
-	s.stalls = &stalls{}
-	s.applier = timedApplier{Applier: a, stalls: s.stalls, now: func() time.Time { return s.now() }}
 	if s.blockAdmission {
 		trackReadiness(c, q)
 	}
