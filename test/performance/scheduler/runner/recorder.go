@@ -310,9 +310,14 @@ type result struct {
 	// WaitByClass is each finished workload's time from creation to its
 	// last admission, by class.
 	WaitByClass map[string][]time.Duration
-	Periods     []period
-	Admissions  int
-	Evictions   int
+	// FinishOverhang is, for each finished workload, how long after its
+	// runtime its finish was written or seen: from when the runner saw it
+	// admitted (its last admission) to when it saw it finished, less the
+	// runtime.
+	FinishOverhang []time.Duration
+	Periods        []period
+	Admissions     int
+	Evictions      int
 	// Unfinished workloads were not finished when the run stopped; Wall
 	// is then the time until the run stopped.
 	Unfinished int
@@ -347,6 +352,7 @@ func (r *recorder) result() result {
 		res.Admissions++
 		res.Wall = max(res.Wall, rec.finishedAt)
 		res.WaitByClass[rec.planned.Class] = append(res.WaitByClass[rec.planned.Class], rec.admittedAt-rec.created)
+		res.FinishOverhang = append(res.FinishOverhang, max(0, rec.finishedAt-rec.admittedAt-rec.planned.Runtime))
 	}
 	if res.Unfinished > 0 {
 		res.Wall = time.Since(r.start)

@@ -372,3 +372,30 @@ func TestRecorderStopsTheAuditWhenTheInformerListsAgain(t *testing.T) {
 		t.Errorf("after an update without a new version: audit %+v, want the 2 versions before it, marked incomplete", res.Quota)
 	}
 }
+
+// TestRecorderMeasuresTheFinishOverhang: how long past its runtime each
+// finished workload was seen running, from the runner's sight of its last
+// admission; an unfinished one has none.
+func TestRecorderMeasuresTheFinishOverhang(t *testing.T) {
+	s := &scenario.Scenario{Workloads: []scenario.Planned{
+		{Namespace: "q0", Name: "prompt", Runtime: time.Second, RequestMilli: 1000},
+		{Namespace: "q0", Name: "late", Runtime: time.Second, RequestMilli: 1000},
+		{Namespace: "q0", Name: "running", Runtime: time.Second, RequestMilli: 1000},
+	}}
+	r := newRecorder(context.Background(), nil, s, 0)
+	r.begin(time.Now())
+	set := func(name string, admittedAt, finishedAt time.Duration) {
+		rec := r.records[types.NamespacedName{Namespace: "q0", Name: name}]
+		rec.admitted, rec.admittedAt = true, admittedAt
+		if finishedAt > 0 {
+			rec.admitted, rec.finished, rec.finishedAt = false, true, finishedAt
+		}
+	}
+	set("prompt", 2*time.Second, 3*time.Second)
+	set("late", 2*time.Second, 7*time.Second)
+	set("running", 2*time.Second, 0)
+	got := newStats(r.result().FinishOverhang)
+	if want := (Stats{Count: 2, AvgMs: 2000, P50Ms: 0, P95Ms: 4000, MaxMs: 4000}); got != want {
+		t.Errorf("finish overhang %+v, want %+v", got, want)
+	}
+}

@@ -55,6 +55,12 @@ type Summary struct {
 
 	// Classes is the time to admission per workload class.
 	Classes map[string]Stats `json:"classes"`
+	// FinishOverhang is how long after its runtime each workload's finish
+	// was written, from when the runner saw it admitted: the runner's own
+	// lag in ending work, the Finished writes waiting for the API server
+	// or for a free finisher. The controller sees the quota held that much
+	// longer than the scenario's runtimes, and may preempt for it.
+	FinishOverhang Stats `json:"finishOverhang"`
 	// UsagePercent is the quota in use over the nominal quota of all
 	// ClusterQueues, averaged over the wall time.
 	UsagePercent float64 `json:"usagePercent"`
@@ -246,6 +252,7 @@ func summarize(opts Options, s *scenario.Scenario, res result, cal measure.Calib
 	for class, waits := range res.WaitByClass {
 		sum.Classes[class] = newStats(waits)
 	}
+	sum.FinishOverhang = newStats(res.FinishOverhang)
 	return sum
 }
 
