@@ -45,7 +45,9 @@ const (
 type JobReconciler struct {
 	client client.Client
 	// reader reads what the cache may not hold yet, for Selects.
-	reader      client.Reader
+	reader client.Reader
+	// live reads from the API server, past the cache.
+	live        client.Reader
 	writer      workloadwriter.Writer
 	recorder    events.EventRecorder
 	integration *Integration

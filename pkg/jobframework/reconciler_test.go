@@ -492,3 +492,39 @@ func TestBeyondAdmissionOfAWorkloadNotAdmitted(t *testing.T) {
 		t.Errorf("beyondAdmission of a Workload without an admission = %q, want nothing", got)
 	}
 }
+
+// TestPodsLeftAsksTheAPIServerWhenTheCacheHasNone: a pod the job's
+// controller made just before the job was stopped may not be in the cache
+// yet; the evicted job's quota stays held while the API server has it.
+func TestPodsLeftAsksTheAPIServerWhenTheCacheHasNone(t *testing.T) {
+	wl := &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-a"}}
+	pod := func(name string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{berthv1alpha1.WorkloadLabel: "job-a"}},
+			Status:     corev1.PodStatus{Phase: phase},
+		}
+	}
+	cases := map[string]struct {
+		cached, live []client.Object
+		noLive       bool
+		want         int
+	}{
+		"the cache has not seen the pod":   {live: []client.Object{pod("a-1", corev1.PodPending)}, want: 1},
+		"the cache has it":                 {cached: []client.Object{pod("a-1", corev1.PodRunning)}, want: 1},
+		"ended everywhere":                 {cached: []client.Object{pod("a-1", corev1.PodSucceeded)}, live: []client.Object{pod("a-1", corev1.PodSucceeded)}, want: 0},
+		"none anywhere":                    {want: 0},
+		"no API server reader (the tests)": {noLive: true, live: []client.Object{pod("a-1", corev1.PodRunning)}, want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &JobReconciler{client: fake.NewClientBuilder().WithObjects(tc.cached...).Build()}
+			if !tc.noLive {
+				r.live = fake.NewClientBuilder().WithObjects(tc.live...).Build()
+			}
+			got, err := r.podsLeft(context.Background(), wl)
+			if err != nil || got != tc.want {
+				t.Errorf("podsLeft() = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}

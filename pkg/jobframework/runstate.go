@@ -274,6 +274,21 @@ func (r *JobReconciler) stop(ctx context.Context, job GenericJob, wl *berthv1alp
 	return nil
 }
 
+// podsLeft counts the pods of wl that have not ended, from the cache and,
+// when the cache holds none, from the API server: the job's controller may
+// have made a pod just before the job was stopped, which the cache has not
+// seen yet. Its quota released then, that pod could start beside the
+// workload admitted in its place (an end-to-end sampler saw 17 GPUs of 16
+// so, the evicted job's pod started in the second it was preempted).
+func (r *JobReconciler) podsLeft(ctx context.Context, wl *berthv1alpha1.Workload) (int, error) {
+	key := client.ObjectKeyFromObject(wl)
+	n, err := LivePods(ctx, r.client, key)
+	if err != nil || n > 0 || r.live == nil {
+		return n, err
+	}
+	return LivePods(ctx, r.live, key)
+}
+
 // release gives an evicted job's quota back once the job is stopped: its
 // templates restored and every pod it ran gone from its node. A job whose
 // pod sets changed (diff) gets a new Workload rather than its old one
@@ -283,7 +298,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, wl *berthv1
 	if job.RestorePodSetsInfo(originalInfos(wl)) {
 		return ctrl.Result{}, r.update(ctx, job)
 	}
-	if n, err := LivePods(ctx, r.client, client.ObjectKeyFromObject(wl)); err != nil || n > 0 {
+	if n, err := r.podsLeft(ctx, wl); err != nil || n > 0 {
 		if n > 0 {
 			ctrl.LoggerFrom(ctx).V(3).Info("Waiting for the evicted job's pods to end", "pods", n)
 		}

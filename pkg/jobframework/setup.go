@@ -100,7 +100,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	err := b.Complete(shutdown.UntilStopped(&JobReconciler{
-		client: mgr.GetClient(), reader: freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}, writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
+		client: mgr.GetClient(), reader: freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}, live: mgr.GetAPIReader(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
 		opts: opts, backoff: opts.Backoff,
 	}))
 	if err != nil {
