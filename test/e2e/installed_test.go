@@ -503,10 +503,15 @@ func runAsDeployed(t *testing.T, release string, d *appsv1.Deployment, name stri
 
 	env := []string{"KUBERNETES_SERVICE_HOST=" + server.Hostname(), "KUBERNETES_SERVICE_PORT=" + server.Port()}
 	for _, e := range c.Env {
-		if e.ValueFrom != nil {
+		switch {
+		case e.ValueFrom == nil:
+			env = append(env, e.Name+"="+e.Value)
+		case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" && e.ValueFrom.ResourceFieldRef.Divisor.IsZero():
+			// As the kubelet writes it: the container's limit, in bytes.
+			env = append(env, fmt.Sprintf("%s=%d", e.Name, c.Resources.Limits.Memory().Value()))
+		default:
 			t.Fatalf("env %s comes from a source the test does not read", e.Name)
 		}
-		env = append(env, e.Name+"="+e.Value)
 	}
 	return &installed{script: script.String(), env: env, logFile: filepath.Join(dir, "berth.log")}
 }
