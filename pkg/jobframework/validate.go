@@ -6,6 +6,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,6 +30,18 @@ type JobWithCreateChecks interface {
 type JobWithUpdateChecks interface {
 	// ValidateOnUpdate says what in the change from old Berth refuses.
 	ValidateOnUpdate(old GenericJob) field.ErrorList
+}
+
+// JobRunningOnWorkload is implemented by objects that another controller
+// makes for a job Berth runs, such as the pods of a Job: they name the
+// Workload whose admission they run on, and are refused while it is not
+// admitted. A Job's controller that has not yet seen the Job stopped may
+// still make a pod from the spec it last saw; counted nowhere, such a pod
+// could start beside the workload admitted in its place.
+type JobRunningOnWorkload interface {
+	// RunsOnWorkload names the Workload the new object runs on, or ""
+	// when it is not made for a job Berth runs.
+	RunsOnWorkload() string
 }
 
 // JobWithCreateDefaults is implemented by jobs that the webhook changes
@@ -82,6 +95,9 @@ func (v *validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	}
 	if isPart, err := v.partRefused(ctx, nil, job); err != nil || isPart {
 		return nil, err
+	}
+	if r, ok := job.(JobRunningOnWorkload); ok && r.RunsOnWorkload() != "" {
+		return nil, v.runsAdmitted(ctx, job, r.RunsOnWorkload())
 	}
 	if managed, err := v.managed(ctx, job); err != nil || !managed {
 		return nil, err
@@ -238,6 +254,44 @@ func (v *validator) workloadOf(ctx context.Context, job GenericJob) (*berthv1alp
 		return nil, err
 	}
 	return wl, nil
+}
+
+// runsAdmitted refuses an object made for a job whose Workload is not
+// admitted, or is evicted: the job is being stopped, and its quota will
+// be given to another once its pods are gone. A refusal is confirmed with
+// the API server: another replica's cache may not have the admission yet.
+func (v *validator) runsAdmitted(ctx context.Context, job GenericJob, name string) error {
+	key := types.NamespacedName{Namespace: job.Object().GetNamespace(), Name: name}
+	why, err := notRunning(func(wl *berthv1alpha1.Workload) error { return v.client.Get(ctx, key, wl) })
+	if err != nil || why == "" {
+		return err
+	}
+	why, err = notRunning(func(wl *berthv1alpha1.Workload) error { return GetLive(ctx, v.client, key, wl) })
+	if err != nil || why == "" {
+		return err
+	}
+	path := field.NewPath("metadata", "labels").Key(berthv1alpha1.WorkloadLabel)
+	return v.invalid(job, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+		"workload %s %s; the job's pods are made only while it is admitted", name, why))})
+}
+
+// notRunning says why the Workload that get reads may not run, or "" when
+// it may: it is admitted and not evicted.
+func notRunning(get func(*berthv1alpha1.Workload) error) (string, error) {
+	wl := &berthv1alpha1.Workload{}
+	err := get(wl)
+	if client.IgnoreNotFound(err) != nil {
+		return "", err
+	}
+	switch ev := workload.FindCondition(wl, berthv1alpha1.WorkloadEvicted); {
+	case err != nil:
+		return "does not exist", nil
+	case ev != nil && ev.Status == metav1.ConditionTrue:
+		return fmt.Sprintf("is evicted (%s): its job is being stopped", ev.Reason), nil
+	case !workload.IsAdmitted(wl) || wl.Status.Admission == nil:
+		return "is not admitted", nil
+	}
+	return "", nil
 }
 
 func (v *validator) invalid(job GenericJob, errs field.ErrorList) error {

@@ -189,3 +189,70 @@ func TestValidator(t *testing.T) {
 		})
 	}
 }
+
+// madeForFake is a fakeJob made by another controller for a job Berth
+// runs, as a Job's pod is: it names its Workload in Berth's label.
+type madeForFake struct{ fakeJob }
+
+func (j *madeForFake) RunsOnWorkload() string { return j.Labels[berthv1alpha1.WorkloadLabel] }
+
+// TestValidatorRefusesWhatIsMadeForAStoppedJob: a Job's controller that
+// has not yet seen its Job suspended may make a pod from the spec it last
+// saw; while the Workload that pod names is evicted or not admitted, the
+// pod is refused, naming Berth's label and why.
+func TestValidatorRefusesWhatIsMadeForAStoppedJob(t *testing.T) {
+	integration := *fakeIntegration
+	integration.Wrap = func(obj client.Object) (GenericJob, error) {
+		return &madeForFake{fakeJob{*obj.(*batchv1.Job)}}, nil
+	}
+	wl := func() *utiltesting.WorkloadWrapper {
+		return &utiltesting.WorkloadWrapper{Workload: berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-j"}}}
+	}
+	cases := map[string]struct {
+		// workload is in the cache and, unless live is set, the API server.
+		workload, live *berthv1alpha1.Workload
+		// wantErr is what the refusal says; empty for an allowed pod.
+		wantErr string
+	}{
+		"admitted": {workload: wl().AdmittedIn("cq", "h100").Obj()},
+		"admitted, which this replica's cache has not seen yet": {
+			workload: wl().Obj(), live: wl().AdmittedIn("cq", "h100").Obj(),
+		},
+		"evicted, its quota still held": {
+			workload: wl().AdmittedIn("cq", "h100").Condition(berthv1alpha1.WorkloadEvicted, metav1.ConditionTrue, berthv1alpha1.ReasonPreempted, 0).Obj(),
+			wantErr:  "workload job-j is evicted (Preempted)",
+		},
+		"requeued":    {workload: wl().Obj(), wantErr: "workload job-j is not admitted"},
+		"no Workload": {wantErr: "workload job-j does not exist"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			if err := berthv1alpha1.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			build := func(wl *berthv1alpha1.Workload) client.Reader {
+				b := fake.NewClientBuilder().WithScheme(scheme)
+				if wl != nil {
+					b = b.WithObjects(wl)
+				}
+				return b.Build()
+			}
+			live := tc.live
+			if live == nil {
+				live = tc.workload
+			}
+			v := &validator{client: freshReader{cached: build(tc.workload), live: build(live)}, integration: &integration}
+			pod := utiltesting.MakeJob("j-x7k2p", "ns").Obj()
+			pod.Labels = map[string]string{berthv1alpha1.WorkloadLabel: "job-j", berthv1alpha1.ManagedLabel: "true"}
+			_, err := v.ValidateCreate(context.Background(), pod)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) ||
+				!strings.Contains(err.Error(), "metadata.labels[berth.dev/workload]")):
+				t.Errorf("ValidateCreate() = %v, want a refusal naming metadata.labels[berth.dev/workload] saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -235,6 +235,12 @@ func TestQuotaReleasedWhenPodsHaveStopped(t *testing.T) {
 	start := time.Now()
 	e.submit(jobSpec{name: "preemptor", queue: "main", priorityClass: high, completions: 2, parallelism: 2, gpus: 4, runFor: "5s"})
 	e.waitCondition("victim", "Preempted", "True", "InClusterQueue")
+	// While the victim's pods stop, a pod made with their labels, as the
+	// Job's controller would make one before it has seen the Job
+	// suspended, is refused.
+	wl := get(t.Context(), "pods", "-n", e.ns, "-l", "job-name=victim", "-o", `jsonpath={.items[0].metadata.labels.berth\.dev/workload}`)
+	e.refused([]string{"metadata.labels[berth.dev/workload]", "workload " + wl + " is", "only while it is admitted"},
+		"run", "late", "-n", e.ns, "--image=registry.example/e2e:latest", "--restart=Never", "--labels=berth.dev/managed=true,berth.dev/workload="+wl)
 	e.running("preemptor", 2)
 	if waited := time.Since(start); waited < 8*time.Second {
 		t.Errorf("the preemptor ran %v after it was submitted, before the victim's pods could stop (8s)", waited.Round(time.Second))

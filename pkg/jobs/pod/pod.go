@@ -22,11 +22,18 @@ import (
 
 // +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.berth.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods;pods/resize,verbs=create;update,versions=v1,name=vpod.berth.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=vpodadmitted.berth.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods;pods/resize,verbs=update,versions=v1,name=vpodowned.berth.dev,admissionReviewVersions=v1
 
-// vpodowned.berth.dev sends the updates of the pods that carry Berth's
-// labels but not the queue's, those of admitted Jobs and JobSets, to the
-// same validator: no one but Berth may change what Berth wrote on them.
+// vpodadmitted.berth.dev and vpodowned.berth.dev send the creation and
+// the updates of the pods that carry Berth's labels but not the queue's,
+// those of admitted Jobs and JobSets, to the same validator. Such a pod is
+// made only while its Workload is admitted (RunsOnWorkload); the check
+// closes a race of Berth with the job's controller, so while Berth cannot
+// be reached the pod is let through (failurePolicy Ignore), and a running
+// job's controller can still replace its pods: Berth, not running, is not
+// giving the job's quota to another either. No one but Berth may change
+// what Berth wrote on such a pod.
 
 // lwsNameLabel is the label with which the LeaderWorkerSet controller
 // names the LeaderWorkerSet of its leader pods and StatefulSets.
@@ -82,16 +89,29 @@ func selects(ctx context.Context, c client.Reader, obj client.Object, opts jobfr
 type Pod corev1.Pod
 
 var (
-	_ jobframework.GenericJob          = (*Pod)(nil)
-	_ jobframework.JobWithPodSpecs     = (*Pod)(nil)
-	_ jobframework.JobWithPodSetPaths  = (*Pod)(nil)
-	_ jobframework.JobWithHoldPath     = (*Pod)(nil)
-	_ jobframework.JobWithCreateChecks = (*Pod)(nil)
-	_ jobframework.JobWithUpdateChecks = (*Pod)(nil)
+	_ jobframework.GenericJob           = (*Pod)(nil)
+	_ jobframework.JobWithPodSpecs      = (*Pod)(nil)
+	_ jobframework.JobWithPodSetPaths   = (*Pod)(nil)
+	_ jobframework.JobWithHoldPath      = (*Pod)(nil)
+	_ jobframework.JobWithCreateChecks  = (*Pod)(nil)
+	_ jobframework.JobWithUpdateChecks  = (*Pod)(nil)
+	_ jobframework.JobRunningOnWorkload = (*Pod)(nil)
 )
 
 // Object is the Pod.
 func (p *Pod) Object() client.Object { return (*corev1.Pod)(p) }
+
+// RunsOnWorkload names the Workload of the job whose controller made the
+// pod from the template Berth ran the job with (a Job's, a JobSet's): such
+// a pod carries Berth's labels, not the queue's, and is refused while that
+// Workload is not admitted. Queued pods, which carry the queue label, are
+// held by their gate instead.
+func (p *Pod) RunsOnWorkload() string {
+	if p.Labels[berthv1alpha1.QueueNameLabel] != "" || p.Labels[berthv1alpha1.ManagedLabel] == "" {
+		return ""
+	}
+	return p.Labels[berthv1alpha1.WorkloadLabel]
+}
 
 // IsSuspended reports whether the pod carries Berth's scheduling gate.
 func (p *Pod) IsSuspended() bool {

@@ -188,6 +188,27 @@ func TestSelects(t *testing.T) {
 	}
 }
 
+// TestRunsOnWorkload: a pod with Berth's labels and not the queue's, one
+// a Job's controller made from the template Berth ran the Job with, names
+// the Workload whose admission it needs; a queued pod is held by its gate.
+func TestRunsOnWorkload(t *testing.T) {
+	cases := map[string]struct {
+		labels map[string]string
+		want   string
+	}{
+		"a Job's pod":            {labels: map[string]string{berthv1alpha1.ManagedLabel: "true", berthv1alpha1.WorkloadLabel: "job-j"}, want: "job-j"},
+		"a queued pod, admitted": {labels: map[string]string{berthv1alpha1.QueueNameLabel: "q", berthv1alpha1.ManagedLabel: "true", berthv1alpha1.WorkloadLabel: "pod-p"}},
+		"not Berth's":            {labels: map[string]string{berthv1alpha1.WorkloadLabel: "job-j"}},
+	}
+	for name, tc := range cases {
+		p := (*Pod)(utiltesting.MakePod("p", "ns").Obj())
+		p.Labels = tc.labels
+		if got := p.RunsOnWorkload(); got != tc.want {
+			t.Errorf("%s: RunsOnWorkload() = %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
 func TestValidateOnCreate(t *testing.T) {
 	p := (*Pod)(utiltesting.MakePod("p", "ns").Obj())
 	if errs := p.ValidateOnCreate(); len(errs) != 0 {

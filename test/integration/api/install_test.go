@@ -134,6 +134,7 @@ func TestInstallManifests(t *testing.T) {
 	var validating admissionregistrationv1.ValidatingWebhookConfiguration
 	in.get(t, "ValidatingWebhookConfiguration", icm.ValidatingWebhookConfigurationName, &validating)
 	checkPodUpdateCalls(t, validating.Webhooks)
+	checkPodCreateCalls(t, validating.Webhooks)
 	var svc corev1.Service
 	in.get(t, "Service", icm.WebhookServiceName, &svc)
 	if svc.Namespace != icm.WebhookServiceNamespace {
@@ -203,6 +204,42 @@ func checkPodUpdateCalls(t *testing.T, webhooks []admissionregistrationv1.Valida
 			if (berths && calls == 0) || (!berths && calls > 0) || (berths && sameQueueLabel && calls != 1) {
 				t.Errorf("an update of a pod labelled %v to %v calls the pod validator %d times", old, updated, calls)
 			}
+		}
+	}
+}
+
+// checkPodCreateCalls checks that the API server sends the creation of a
+// pod that carries Berth's labels or the queue's to the pod validator,
+// once: a Job's pod, made from the template Berth ran the Job with, is
+// refused while its Workload is not admitted.
+func checkPodCreateCalls(t *testing.T, webhooks []admissionregistrationv1.ValidatingWebhook) {
+	t.Helper()
+	var podCreates []labels.Selector
+	for _, w := range webhooks {
+		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/validate--v1-pod" ||
+			!slices.Contains(w.Rules[0].Operations, admissionregistrationv1.Create) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		podCreates = append(podCreates, sel)
+	}
+	for _, set := range []labels.Set{
+		{},
+		{berthv1alpha1.ManagedLabel: "true", berthv1alpha1.WorkloadLabel: "job-j"},
+		{berthv1alpha1.QueueNameLabel: "q"},
+		{berthv1alpha1.QueueNameLabel: "q", berthv1alpha1.ManagedLabel: "true"},
+	} {
+		calls := 0
+		for _, sel := range podCreates {
+			if sel.Matches(set) {
+				calls++
+			}
+		}
+		if want := min(len(set), 1); calls != want {
+			t.Errorf("the creation of a pod labelled %v calls the pod validator %d times, want %d", set, calls, want)
 		}
 	}
 }
