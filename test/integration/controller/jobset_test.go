@@ -3,12 +3,15 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,7 +126,9 @@ func TestOrphanedWorkloadSuspendsTheJobSetOfItsPods(t *testing.T) {
 	pod := podOf(job, "kept-node-0-0")
 	pod.OwnerReferences[0].Name, pod.OwnerReferences[0].UID = job.Name, job.UID
 	pod.Labels = map[string]string{berthv1alpha1.WorkloadLabel: wl.Name, berthv1alpha1.ManagedLabel: "true"}
-	mustCreate(t, pod)
+	// The pod was made while its Workload was admitted: made now, naming a
+	// Workload that does not exist, it would be refused.
+	withoutPodCreationCheck(t, ns, func() { mustCreate(t, pod) })
 	setPodPhase(t, pod, corev1.PodRunning)
 	// The Workload last, once Berth's cache holds its running pod: an
 	// orphaned Workload without pods is deleted at once.
@@ -161,4 +166,46 @@ func TestOrphanedWorkloadSuspendsTheJobSetOfItsPods(t *testing.T) {
 		}
 		return client.IgnoreNotFound(err)
 	})
+}
+
+// withoutPodCreationCheck runs create with the webhook that refuses a
+// pod made for a Workload that is not admitted (vpodadmitted.berth.dev)
+// leaving out namespace ns, to play a pod made in the past.
+func withoutPodCreationCheck(t *testing.T, ns string, create func()) {
+	t.Helper()
+	ctx := ctxFor(t)
+	set := func(skip bool) {
+		t.Helper()
+		for {
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := server.Client.Get(ctx, client.ObjectKey{Name: "berth-validating-webhook-configuration"}, cfg); err != nil {
+				t.Fatal(err)
+			}
+			for i := range cfg.Webhooks {
+				w := &cfg.Webhooks[i]
+				if w.Name != "vpodadmitted.berth.dev" || w.NamespaceSelector == nil {
+					continue
+				}
+				for j := range w.NamespaceSelector.MatchExpressions {
+					e := &w.NamespaceSelector.MatchExpressions[j]
+					e.Values = slices.DeleteFunc(e.Values, func(v string) bool { return v == ns })
+					if skip {
+						e.Values = append(e.Values, ns)
+					}
+				}
+			}
+			err := server.Client.Update(ctx, cfg)
+			if err == nil {
+				return
+			}
+			if !apierrors.IsConflict(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	set(true)
+	defer set(false)
+	// The API server reads webhook configurations from its watch.
+	time.Sleep(time.Second)
+	create()
 }
