@@ -17,7 +17,7 @@
 // on: a Workload is owned by its job with blockOwnerDeletion, which only
 // who may update the job's finalizers may set.
 //
-// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;cohorts;localqueues;workloadpriorityclasses;admissionchecks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=berth.dev,resources=resourceflavors;topologies;cohorts;localqueues;workloadpriorityclasses;admissionchecks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=clusterqueues/status;localqueues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=workloads,verbs=get;list;watch;create;update;patch;delete

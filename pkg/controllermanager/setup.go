@@ -23,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/pkg/engine/queue"
 	"github.com/berth-dev/berth/pkg/engine/scheduler"
 	"github.com/berth-dev/berth/pkg/engine/workload"
+	"github.com/berth-dev/berth/pkg/fabric"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/provisioning"
@@ -134,6 +135,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	nodes := fabric.NewTracker(q.QueueAllInadmissible)
+	if err := nodes.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the view of nodes for topologies: %w", err)
+	}
+	c.SetFabrics(nodes)
 	engine := controller.Engine{Cache: c, Queues: q, Writer: writer, Pending: pending, Recorder: recorder}
 	ctrlOpts := opts.Controllers
 	ctrlOpts.Integrated = integrated(enabled)

@@ -61,6 +61,12 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 			maps.Copy(info.NodeSelector, rf.Spec.NodeLabels)
 			info.Tolerations = AppendMissingTolerations(info.Tolerations, rf.Spec.Tolerations)
 		}
+		if ta := psa.TopologyAssignment; ta != nil {
+			if info.NodeSelector == nil {
+				info.NodeSelector = map[string]string{}
+			}
+			maps.Copy(info.NodeSelector, TopologySelector(ta))
+		}
 		addCheckUpdates(&info, wl)
 		infos = append(infos, info)
 	}
@@ -171,4 +177,36 @@ func ApplyToTemplate(t *corev1.PodTemplateSpec, info PodSetInfo) bool {
 	t.Labels = maps.Clone(info.Labels)
 	t.Annotations = maps.Clone(info.Annotations)
 	return changed
+}
+
+// TopologySelector confines a podset's pods to the narrowest domain that
+// holds all the domains of its topology assignment: the values the
+// domains share, level by level from the widest. A gang admitted to one
+// rack gets its block and rack; one admitted to one host, the host too.
+// Both berth-scheduler and a stock kube-scheduler honour it.
+func TopologySelector(ta *berthv1alpha1.TopologyAssignment) map[string]string {
+	out := map[string]string{}
+	if len(ta.Domains) == 0 {
+		return out
+	}
+	for i, level := range ta.Levels {
+		v := valueAt(ta.Domains[0].Values, i)
+		for _, d := range ta.Domains[1:] {
+			if valueAt(d.Values, i) != v {
+				return out
+			}
+		}
+		if v == "" {
+			return out
+		}
+		out[level] = v
+	}
+	return out
+}
+
+func valueAt(values []string, i int) string {
+	if i < len(values) {
+		return values[i]
+	}
+	return ""
 }

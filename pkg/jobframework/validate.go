@@ -334,6 +334,9 @@ func podSetsOf(ctx context.Context, c client.Reader, job GenericJob) ([]berthv1a
 				"podset %s has no pods: a job in a Berth queue runs at least one; to hold it, stop its workload with kubectl berth stop", ps.Name)))
 			continue
 		}
+		if _, err := workload.PodSetTopologyRequest(ps); err != nil {
+			errs = append(errs, field.Invalid(tmpl.Child("metadata", "annotations"), ps.Template.Annotations, err.Error()))
+		}
 		perPod := workload.PodRequests(&ps.Template.Spec)
 		for _, name := range perPod.Names() {
 			if total := resources.Mul(perPod[name], int64(ps.Count)); total == resources.Max {

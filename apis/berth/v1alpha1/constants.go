@@ -22,6 +22,31 @@ const (
 	// +berth:setBy=user
 	MaxExecTimeSecondsLabel = "berth.dev/max-exec-time-seconds"
 
+	// PodSetRequiredTopologyAnnotation, on a pod template, names the level
+	// (a Topology's node label, e.g. cloud.berth.dev/rack) one of whose
+	// domains must hold all the podset's pods; the workload waits until one
+	// has the room.
+	// +berth:setBy=user
+	PodSetRequiredTopologyAnnotation = "berth.dev/podset-required-topology"
+	// PodSetPreferredTopologyAnnotation names the level one of whose
+	// domains should hold the podset's pods; when none has the room, they
+	// spread over as few domains of the wider levels as they fit in.
+	// +berth:setBy=user
+	PodSetPreferredTopologyAnnotation = "berth.dev/podset-preferred-topology"
+	// PodSetUnconstrainedTopologyAnnotation ("true") lets the podset's pods
+	// go anywhere in the fabric that has room, as few domains as possible:
+	// what a podset that names no level gets.
+	// +berth:setBy=user
+	PodSetUnconstrainedTopologyAnnotation = "berth.dev/podset-unconstrained-topology"
+	// PodSetSliceRequiredTopologyAnnotation names the level one of whose
+	// domains must hold each slice of berth.dev/podset-slice-size pods.
+	// +berth:setBy=user
+	PodSetSliceRequiredTopologyAnnotation = "berth.dev/podset-slice-required-topology"
+	// PodSetSliceSizeAnnotation is the number of pods of a slice: a whole
+	// number above 0 that divides the podset's count.
+	// +berth:setBy=user
+	PodSetSliceSizeAnnotation = "berth.dev/podset-slice-size"
+
 	// JobMinParallelismAnnotation allows partial admission of a Job down to
 	// the given number of pods.
 	// +berth:setBy=user

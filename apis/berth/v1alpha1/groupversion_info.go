@@ -30,6 +30,7 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&ResourceFlavor{}, &ResourceFlavorList{},
+		&Topology{}, &TopologyList{},
 		&ClusterQueue{}, &ClusterQueueList{},
 		&Cohort{}, &CohortList{},
 		&LocalQueue{}, &LocalQueueList{},

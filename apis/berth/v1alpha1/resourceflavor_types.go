@@ -35,6 +35,15 @@ type ResourceFlavorSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator != 'Exists' || !has(t.value) || size(t.value) == 0)",message="spec.tolerations[].value must be empty when operator is Exists"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.effect) || size(t.effect) == 0 || t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="spec.tolerations[].effect must be empty or one of NoSchedule, PreferNoSchedule or NoExecute"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// TopologyName is the Topology of the flavor's nodes. Every podset
+	// admitted to the flavor is then placed in its fabric: in one domain of
+	// the level its pod template asks for (berth.dev/podset-required-topology),
+	// in as few as possible (berth.dev/podset-preferred-topology, or none),
+	// only where the nodes have the room, and its pods are confined there.
+	//
+	// +optional
+	TopologyName *TopologyReference `json:"topologyName,omitempty"`
 }
 
 // ResourceFlavor is a class of nodes, such as the nodes with H100 GPUs.

@@ -145,6 +145,12 @@ type PodSetAssignment struct {
 	//
 	// +optional
 	Count *int32 `json:"count,omitempty"`
+
+	// TopologyAssignment is where the pods go in the flavor's topology,
+	// when the flavor has one.
+	//
+	// +optional
+	TopologyAssignment *TopologyAssignment `json:"topologyAssignment,omitempty"`
 }
 
 // Admission is where and how a workload was given quota.

@@ -10,6 +10,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/topology"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
@@ -39,6 +40,33 @@ type Cache struct {
 	notReady     map[string]bool
 	allReady     func()
 	waitingReady bool
+
+	// fabrics, when set, gives the nodes of the flavors that name a
+	// Topology; placed are the workloads holding quota whose pods were
+	// admitted to places in them.
+	fabrics Fabrics
+	placed  map[string]*workload.Info
+}
+
+// Fabrics is where the cache gets the nodes of the flavors that name a
+// Topology, for each snapshot.
+type Fabrics interface {
+	// Fabric is a copy of the fabric of rf's nodes that the cycle may
+	// change, each node's free resources its allocatable less the requests
+	// of the pods bound to it; nil when there is none (no Topology of that
+	// name).
+	Fabric(rf *berthv1alpha1.ResourceFlavor) *topology.Fabric
+	// Bound is how many pods of the workload with key each node has, a
+	// map the caller may change.
+	Bound(key string) map[string]int32
+}
+
+// SetFabrics has snapshots hold the fabrics of the flavors that name a
+// Topology, less what admitted workloads' pods not yet bound will take.
+func (c *Cache) SetFabrics(f Fabrics) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fabrics = f
 }
 
 // New returns an empty Cache.
@@ -54,6 +82,7 @@ func New() *Cache {
 		byKey:    map[string]*workload.Info{},
 		assumed:  map[string]bool{},
 		evicting: map[string]bool{},
+		placed:   map[string]*workload.Info{},
 	}
 }
 
@@ -385,7 +414,39 @@ func (c *Cache) settleReady() {
 func (c *Cache) Snapshot() *Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tree().snapshot(c.in.flavors)
+	s := c.tree().snapshot(c.in.flavors)
+	if c.fabrics != nil {
+		c.addFabrics(s)
+	}
+	return s
+}
+
+// addFabrics puts in s the fabric of each flavor that names a Topology,
+// less what the pods of admitted workloads that are not bound yet will
+// take.
+func (c *Cache) addFabrics(s *Snapshot) {
+	for name, rf := range c.in.flavors {
+		if rf.Spec.TopologyName == nil {
+			continue
+		}
+		if f := c.fabrics.Fabric(rf); f != nil {
+			if s.Fabrics == nil {
+				s.Fabrics = map[berthv1alpha1.ResourceFlavorReference]*topology.Fabric{}
+			}
+			s.Fabrics[name] = f
+		}
+	}
+	if s.Fabrics == nil {
+		return
+	}
+	for key, info := range c.placed {
+		bound := c.fabrics.Bound(key)
+		for _, p := range info.Placements {
+			if f := s.Fabrics[p.Flavor]; f != nil {
+				f.Take(topology.FromAPI(p.Assignment), p.PerPod, bound)
+			}
+		}
+	}
 }
 
 func (c *Cache) tree() *tree {
@@ -404,6 +465,9 @@ func (c *Cache) add(info *workload.Info) {
 	st.workloads.writable()[info.Key] = info
 	st.usage.Add(info.Usage)
 	c.byKey[info.Key] = info
+	if len(info.Placements) > 0 {
+		c.placed[info.Key] = info
+	}
 	c.trackReady(info, true)
 	if c.t != nil {
 		if cq := c.t.clusterQueues[info.ClusterQueue]; cq != nil {
@@ -419,6 +483,7 @@ func (c *Cache) remove(key string) {
 	}
 	delete(c.byKey, key)
 	delete(c.assumed, key)
+	delete(c.placed, key)
 	c.trackReady(info, false)
 	st := c.in.states[info.ClusterQueue]
 	delete(st.workloads.writable(), key)

@@ -4,6 +4,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/topology"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
@@ -21,6 +22,12 @@ type Snapshot struct {
 	// FairStrategies are the rules of fair-sharing preemption, in the
 	// order they are tried.
 	FairStrategies []configv1alpha1.PreemptionStrategy
+
+	// Fabrics are the nodes of the flavors that name a Topology, by flavor,
+	// less what admitted pods take; nil without such flavors.
+	Fabrics map[berthv1alpha1.ResourceFlavorReference]*topology.Fabric
+	// fabricGeneration counts the placements taken from Fabrics.
+	fabricGeneration int64
 
 	// added holds the keys of workloads added after the snapshot was taken.
 	added map[string]bool
@@ -92,6 +99,21 @@ func (s *Snapshot) AddWorkload(info *workload.Info) {
 	}
 	s.added[info.Key] = true
 }
+
+// Place takes the nodes of info's placements from the snapshot's fabrics,
+// so that later heads of the cycle find them taken.
+func (s *Snapshot) Place(info *workload.Info) {
+	for _, p := range info.Placements {
+		if f := s.Fabrics[p.Flavor]; f != nil {
+			f.Take(topology.FromAPI(p.Assignment), p.PerPod, nil)
+			s.fabricGeneration++
+		}
+	}
+}
+
+// FabricGeneration changes whenever Place takes from the fabrics: an
+// assignment made before then may name nodes another head took.
+func (s *Snapshot) FabricGeneration() int64 { return s.fabricGeneration }
 
 // AddedInCycle reports whether the workload with key was added to the
 // snapshot after it was taken: admitted in the current cycle.

@@ -22,9 +22,11 @@ type entry struct {
 	head       queue.Head
 	cq         *cache.ClusterQueue
 	assignment *flavorassigner.Assignment
-	// generation is the cohort tree's generation the assignment was
-	// computed at; a later admission in the tree makes it stale.
-	generation int64
+	// generation and fabricGeneration are the cohort tree's and the
+	// fabrics' generations the assignment was computed at; a later
+	// admission in the tree, or a later placement in a fabric, makes it
+	// stale.
+	generation, fabricGeneration int64
 	// inadmissible, when set, is why the head cannot be considered at all.
 	inadmissible string
 	// deactivated heads are dropped: the workload controller says why they
@@ -144,7 +146,7 @@ func (c *cycle) nominate(h queue.Head) entry {
 	case !workload.IsActive(h.Info.Obj):
 		e.deactivated = true
 	default:
-		e.generation = e.cq.TreeGeneration()
+		e.generation, e.fabricGeneration = e.cq.TreeGeneration(), c.snap.FabricGeneration()
 		e.assignment = flavorassigner.Assign(c.snap, e.cq, h.Info)
 		if c.fairSharing && e.assignment != nil && e.assignment.Borrows {
 			e.shares = e.cq.SharesWith(e.assignment.Usage)
@@ -237,7 +239,7 @@ func (c *cycle) decide(ctx context.Context, e *entry) {
 		c.pending(ctx, e, berthv1alpha1.ReasonPending, msg, queue.RequeueWaiting)
 		return
 	}
-	if e.cq.TreeGeneration() != e.generation {
+	if e.cq.TreeGeneration() != e.generation || c.snap.FabricGeneration() != e.fabricGeneration {
 		e.assignment = flavorassigner.Assign(c.snap, e.cq, info)
 	}
 	switch a := e.assignment; a.Mode {
@@ -279,6 +281,7 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 	info := *e.head.Info
 	info.ClusterQueue = e.head.ClusterQueue
 	info.Usage = e.assignment.Usage
+	info.Placements = e.assignment.Placements(&info)
 	info.ReservedAt = c.now()
 	delete(c.waiting, info.Key)
 	if err := c.cache.AssumeWorkload(&info); err != nil {
@@ -286,6 +289,7 @@ func (c *cycle) admit(ctx context.Context, e *entry) {
 		return
 	}
 	c.snap.AddWorkload(&info)
+	c.snap.Place(&info)
 	c.queues.Charge(e.head, info.Usage)
 	a := &admission{e: e, info: &info, adm: e.assignment.Admission(e.head.ClusterQueue)}
 	c.admissions = append(c.admissions, a)

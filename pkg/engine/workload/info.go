@@ -28,6 +28,10 @@ type PodSetInfo struct {
 	Tolerations []corev1.Toleration
 	// NodeSelector is the pod template's node selector.
 	NodeSelector map[string]string
+	// Topology is how the podset asks to be placed in a flavor's
+	// topology; TopologyError says why its annotations cannot be honoured.
+	Topology      TopologyRequest
+	TopologyError error
 	// Flavors, when not nil, are the only flavors the podset may take, by
 	// resource: a slice of an elastic job runs where its job runs. A
 	// resource it does not name may take no flavor.
@@ -59,6 +63,9 @@ type Info struct {
 	// Evicting is true when the workload holds quota but was told to stop:
 	// its quota will be released soon, so preemptors wait for it.
 	Evicting bool
+	// Placements are where its podsets' pods go in flavors' topologies,
+	// when they were admitted to flavors that have one.
+	Placements []Placement
 }
 
 // NewInfo builds the Info of wl.
@@ -84,6 +91,7 @@ func NewInfo(wl *berthv1alpha1.Workload) *Info {
 		info.ClusterQueue = adm.ClusterQueue
 		info.Usage = AdmissionUsage(adm)
 		info.Evicting = IsEvicted(wl)
+		info.Placements = placements(wl, adm, info)
 		if c := FindCondition(wl, berthv1alpha1.WorkloadQuotaReserved); c != nil {
 			info.ReservedAt = c.LastTransitionTime.Time
 		}
@@ -113,7 +121,7 @@ func newPodSetInfo(ps *berthv1alpha1.PodSet) PodSetInfo {
 		min = *ps.MinCount
 	}
 	spec := &ps.Template.Spec
-	return PodSetInfo{
+	info := PodSetInfo{
 		Name:         ps.Name,
 		Count:        ps.Count,
 		MinCount:     min,
@@ -121,6 +129,10 @@ func newPodSetInfo(ps *berthv1alpha1.PodSet) PodSetInfo {
 		Tolerations:  spec.Tolerations,
 		NodeSelector: spec.NodeSelector,
 	}
+	if len(ps.Template.Annotations) > 0 {
+		info.Topology, info.TopologyError = PodSetTopologyRequest(ps)
+	}
+	return info
 }
 
 // PodRequests is what one pod of spec takes from quota: its effective

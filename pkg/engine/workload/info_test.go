@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -188,6 +189,58 @@ func TestApplyPodDefaults(t *testing.T) {
 			ApplyPodDefaults(&tc.spec, tc.limitRanges, tc.overhead)
 			if diff := cmp.Diff(tc.want, PodRequests(&tc.spec)); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodSetTopologyRequest(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		count       int32
+		want        TopologyRequest
+		err         string
+	}{
+		"none":      {want: TopologyRequest{}},
+		"required":  {annotations: map[string]string{berthv1alpha1.PodSetRequiredTopologyAnnotation: "rack"}, want: TopologyRequest{Level: "rack", Required: true}},
+		"preferred": {annotations: map[string]string{berthv1alpha1.PodSetPreferredTopologyAnnotation: "block"}, want: TopologyRequest{Level: "block"}},
+		"slices": {
+			annotations: map[string]string{berthv1alpha1.PodSetRequiredTopologyAnnotation: "block", berthv1alpha1.PodSetSliceRequiredTopologyAnnotation: "rack", berthv1alpha1.PodSetSliceSizeAnnotation: "2"},
+			want:        TopologyRequest{Level: "block", Required: true, SliceLevel: "rack", SliceSize: 2},
+		},
+		"both levels": {
+			annotations: map[string]string{berthv1alpha1.PodSetRequiredTopologyAnnotation: "rack", berthv1alpha1.PodSetPreferredTopologyAnnotation: "block"},
+			err:         "a podset names at most one",
+		},
+		"an empty level":            {annotations: map[string]string{berthv1alpha1.PodSetRequiredTopologyAnnotation: ""}, err: "is empty"},
+		"unconstrained and a level": {annotations: map[string]string{berthv1alpha1.PodSetUnconstrainedTopologyAnnotation: "true", berthv1alpha1.PodSetPreferredTopologyAnnotation: "rack"}, err: "at most one"},
+		"unconstrained, not a bool": {annotations: map[string]string{berthv1alpha1.PodSetUnconstrainedTopologyAnnotation: "yes"}, err: "true or false"},
+		"a slice size alone":        {annotations: map[string]string{berthv1alpha1.PodSetSliceSizeAnnotation: "2"}, err: "go together"},
+		"a slice size of 0": {
+			annotations: map[string]string{berthv1alpha1.PodSetSliceRequiredTopologyAnnotation: "rack", berthv1alpha1.PodSetSliceSizeAnnotation: "0"},
+			err:         "a whole number above 0",
+		},
+		"a slice size that does not divide the count": {
+			annotations: map[string]string{berthv1alpha1.PodSetSliceRequiredTopologyAnnotation: "rack", berthv1alpha1.PodSetSliceSizeAnnotation: "3"},
+			err:         "does not divide the podset's 4 pods",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ps := berthv1alpha1.PodSet{Name: "main", Count: 4}
+			ps.Template.Annotations = tc.annotations
+			got, err := PodSetTopologyRequest(&ps)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
 	}

@@ -151,6 +151,15 @@ func (p *PodSetWrapper) NodeSelector(k, v string) *PodSetWrapper {
 	return p
 }
 
+// Annotation sets an annotation on the pod template.
+func (p *PodSetWrapper) Annotation(k, v string) *PodSetWrapper {
+	if p.Template.Annotations == nil {
+		p.Template.Annotations = map[string]string{}
+	}
+	p.Template.Annotations[k] = v
+	return p
+}
+
 // AdmissionWrapper builds an Admission.
 type AdmissionWrapper struct{ berthv1alpha1.Admission }
 

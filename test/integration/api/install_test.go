@@ -70,7 +70,7 @@ func TestInstallManifests(t *testing.T) {
 	ctx := testContext(t)
 	rendered, in := renderInstall(ctx, t, "default")
 
-	for _, name := range []string{"resourceflavors", "clusterqueues", "cohorts", "localqueues", "workloads", "workloadpriorityclasses"} {
+	for _, name := range []string{"resourceflavors", "topologies", "clusterqueues", "cohorts", "localqueues", "workloads", "workloadpriorityclasses"} {
 		if _, ok := in["CustomResourceDefinition/"+name+".berth.dev"]; !ok {
 			t.Errorf("config/default does not install the CRD %s.berth.dev", name)
 		}
@@ -173,18 +173,7 @@ func TestInstallManifests(t *testing.T) {
 // when its object selector matches the old object or the new.
 func checkPodUpdateCalls(t *testing.T, webhooks []admissionregistrationv1.ValidatingWebhook) {
 	t.Helper()
-	var podUpdates []labels.Selector
-	for _, w := range webhooks {
-		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/validate--v1-pod" ||
-			!slices.Contains(w.Rules[0].Operations, admissionregistrationv1.Update) {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		podUpdates = append(podUpdates, sel)
-	}
+	podUpdates := podValidatorSelectors(t, webhooks, admissionregistrationv1.Update)
 	sets := []labels.Set{
 		{},
 		{berthv1alpha1.ManagedLabel: "true"},
@@ -214,18 +203,7 @@ func checkPodUpdateCalls(t *testing.T, webhooks []admissionregistrationv1.Valida
 // refused while its Workload is not admitted.
 func checkPodCreateCalls(t *testing.T, webhooks []admissionregistrationv1.ValidatingWebhook) {
 	t.Helper()
-	var podCreates []labels.Selector
-	for _, w := range webhooks {
-		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/validate--v1-pod" ||
-			!slices.Contains(w.Rules[0].Operations, admissionregistrationv1.Create) {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		podCreates = append(podCreates, sel)
-	}
+	podCreates := podValidatorSelectors(t, webhooks, admissionregistrationv1.Create)
 	for _, set := range []labels.Set{
 		{},
 		{berthv1alpha1.ManagedLabel: "true", berthv1alpha1.WorkloadLabel: "job-j"},
@@ -242,6 +220,25 @@ func checkPodCreateCalls(t *testing.T, webhooks []admissionregistrationv1.Valida
 			t.Errorf("the creation of a pod labelled %v calls the pod validator %d times, want %d", set, calls, want)
 		}
 	}
+}
+
+// podValidatorSelectors is the object selector of each webhook that sends
+// the pod operation op to the pod validator.
+func podValidatorSelectors(t *testing.T, webhooks []admissionregistrationv1.ValidatingWebhook, op admissionregistrationv1.OperationType) []labels.Selector {
+	t.Helper()
+	var sels []labels.Selector
+	for _, w := range webhooks {
+		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != "/validate--v1-pod" ||
+			!slices.Contains(w.Rules[0].Operations, op) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(w.ObjectSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sels = append(sels, sel)
+	}
+	return sels
 }
 
 // dryRun has the API server validate every object of rendered with a

@@ -1,6 +1,7 @@
 package flavorassigner
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,7 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/cache"
 	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/topology"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
@@ -89,6 +91,11 @@ type assigner struct {
 	// preempt is false when preemption is ruled out: Preempt counts as
 	// NoFit.
 	preempt bool
+	// placed is where the podset being assigned goes in each flavor tried
+	// that names a Topology; taken are the fabrics less what the
+	// workload's earlier podsets take.
+	placed map[berthv1alpha1.ResourceFlavorReference]*topology.Assignment
+	taken  map[berthv1alpha1.ResourceFlavorReference]*topology.Fabric
 }
 
 func assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, sc scale, preempt bool) *Assignment {
@@ -107,6 +114,9 @@ func assign(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, sc sca
 			Requests: ps.PerPod.Scaled(int64(count)),
 		}
 		as.assignPodSet(ps, &psa)
+		if psa.Topology != nil && i < len(wl.PodSets)-1 {
+			as.take(&psa, ps)
+		}
 		as.a.PodSets[i] = psa
 	}
 	for fr, v := range as.a.Usage {
@@ -133,10 +143,14 @@ func (as *assigner) assignPodSet(ps *workload.PodSetInfo, psa *PodSetAssignment)
 		if !requested {
 			continue
 		}
+		clear(as.placed)
 		flavor, mode := as.chooseFlavor(ps, psa, rg)
 		as.a.Mode = min(as.a.Mode, mode)
 		if mode == NoFit {
 			continue
+		}
+		if a := as.placed[flavor]; a != nil && mode >= Borrow {
+			psa.Topology, psa.TopologyFlavor = a, flavor
 		}
 		for _, r := range rg.CoveredResources {
 			if v := psa.Requests[r]; v > 0 {
@@ -269,7 +283,82 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 		mode = min(mode, m)
 		borrows = borrows || m == Borrow || (m == Preempt && total > as.cq.Nominal(fr))
 	}
+	// Where the quota fits, the flavor's nodes must too. Preemption frees
+	// quota first; the pods are placed when the head fits outright.
+	if mode >= Borrow && rf.Spec.TopologyName != nil && !as.place(ps, psa, rf, f) {
+		return NoFit, false
+	}
 	return mode, borrows
+}
+
+// place looks for the nodes of flavor f's fabric that take the podset as
+// its pod template asks, recording the assignment or why there is none.
+func (as *assigner) place(ps *workload.PodSetInfo, psa *PodSetAssignment, rf *berthv1alpha1.ResourceFlavor, f berthv1alpha1.ResourceFlavorReference) bool {
+	fab := as.fabric(f)
+	fail := func(why fmt.Stringer) bool {
+		as.a.misses = append(as.a.misses, miss{kind: missTopology, podSet: ps.Name, flavor: f, topology: why})
+		return false
+	}
+	switch {
+	case fab == nil:
+		return fail(text(fmt.Sprintf("its Topology %s does not exist", *rf.Spec.TopologyName)))
+	case ps.TopologyError != nil:
+		return fail(text(ps.TopologyError.Error()))
+	}
+	req := topology.Request{
+		PerPod:       workload.PodWithRequests(ps.PerPod),
+		Count:        psa.Count,
+		Level:        -1,
+		Required:     ps.Topology.Required,
+		NodeSelector: ps.NodeSelector,
+		Tolerations:  append(slices.Clone(ps.Tolerations), rf.Spec.Tolerations...),
+	}
+	if l := ps.Topology.Level; l != "" {
+		if req.Level = fab.Level(l); req.Level < 0 {
+			return fail(text(fmt.Sprintf("its Topology %s has no level %s", *rf.Spec.TopologyName, l)))
+		}
+	}
+	if l := ps.Topology.SliceLevel; l != "" {
+		if req.SliceLevel = fab.Level(l); req.SliceLevel < 0 {
+			return fail(text(fmt.Sprintf("its Topology %s has no level %s", *rf.Spec.TopologyName, l)))
+		}
+		req.SliceSize = ps.Topology.SliceSize
+	}
+	a, m := fab.Find(req)
+	if m != nil {
+		return fail(m)
+	}
+	if as.placed == nil {
+		as.placed = map[berthv1alpha1.ResourceFlavorReference]*topology.Assignment{}
+	}
+	as.placed[f] = a
+	return true
+}
+
+// text is a fixed reason.
+type text string
+
+func (t text) String() string { return string(t) }
+
+// fabric is flavor f's fabric as the workload's earlier podsets leave it.
+func (as *assigner) fabric(f berthv1alpha1.ResourceFlavorReference) *topology.Fabric {
+	if t := as.taken[f]; t != nil {
+		return t
+	}
+	return as.s.Fabrics[f]
+}
+
+// take leaves the nodes of a podset's placement to the workload's later
+// podsets, in a copy of the fabric.
+func (as *assigner) take(psa *PodSetAssignment, ps *workload.PodSetInfo) {
+	f := psa.TopologyFlavor
+	if as.taken == nil {
+		as.taken = map[berthv1alpha1.ResourceFlavorReference]*topology.Fabric{}
+	}
+	if as.taken[f] == nil {
+		as.taken[f] = as.s.Fabrics[f].Clone()
+	}
+	as.taken[f].Take(psa.Topology, workload.PodWithRequests(ps.PerPod), nil)
 }
 
 // resourceMode is how a total need of fr fits in the queue.

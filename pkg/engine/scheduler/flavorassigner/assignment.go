@@ -1,11 +1,15 @@
 package flavorassigner
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/cache"
 	"github.com/berth-dev/berth/pkg/engine/resources"
+	"github.com/berth-dev/berth/pkg/engine/topology"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
 // Mode is how a workload, a podset or a flavor fits. Modes are ordered from
@@ -35,6 +39,10 @@ type PodSetAssignment struct {
 	Flavors map[corev1.ResourceName]berthv1alpha1.ResourceFlavorReference
 	// Requests is the total for Count pods.
 	Requests resources.Requests
+	// Topology is where the pods go in the fabric of TopologyFlavor, when
+	// the podset took a flavor that names a Topology.
+	Topology       *topology.Assignment
+	TopologyFlavor berthv1alpha1.ResourceFlavorReference
 }
 
 // Assignment is the outcome of flavor assignment for one workload.
@@ -62,6 +70,9 @@ func (a *Assignment) Admission(cq berthv1alpha1.ClusterQueueReference) *berthv1a
 			ResourceUsage: ps.Requests.ToList(),
 			Count:         &count,
 		}
+		if ps.Topology != nil {
+			adm.PodSetAssignments[i].TopologyAssignment = ps.Topology.API()
+		}
 	}
 	return adm
 }
@@ -76,6 +87,7 @@ const (
 	missUncovered
 	missFlavorNotFound
 	missPinned
+	missTopology
 )
 
 // miss records one flavor tried and why it was not taken outright; only
@@ -90,4 +102,21 @@ type miss struct {
 	detail   cache.QuotaDetail
 	taint    *corev1.Taint
 	label    string
+	// topology says why the flavor's nodes cannot take the podset.
+	topology fmt.Stringer
+}
+
+// Placements are the workload's placements in flavors' topologies under
+// a, for the cache and the snapshot.
+func (a *Assignment) Placements(wl *workload.Info) []workload.Placement {
+	var out []workload.Placement
+	for i := range a.PodSets {
+		ps := &a.PodSets[i]
+		if ps.Topology == nil {
+			continue
+		}
+		out = append(out, workload.Placement{PodSet: i, Flavor: ps.TopologyFlavor,
+			PerPod: workload.PodWithRequests(wl.PodSets[i].PerPod), Assignment: ps.Topology.API()})
+	}
+	return out
 }

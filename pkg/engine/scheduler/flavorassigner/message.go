@@ -41,6 +41,8 @@ func (m miss) String() string {
 			return prefix + "the slice's job runs in no flavor of the ClusterQueue that covers this resource"
 		}
 		return fmt.Sprintf("%sflavor %s, in which the slice's job runs, is no longer one of the ClusterQueue's", prefix, m.flavor)
+	case missTopology:
+		return fmt.Sprintf("%sflavor %s: %s", prefix, m.flavor, m.topology)
 	case missFlavorNotFound:
 		return fmt.Sprintf("%sflavor %s: ResourceFlavor not found", prefix, m.flavor)
 	}
