@@ -150,7 +150,7 @@ why() {
 kubectl delete jobs,deployments,events --all -n default --wait=false >/dev/null 2>&1 || true
 
 step "The simulated nodes"
-show get nodes -L gpu.berth.dev/family,node.berth.dev/pool
+show get nodes -L gpu.berth.dev/family,node.berth.dev/pool,cloud.berth.dev/rack
 
 step "Applying config/samples: flavors, two teams' ClusterQueues in a cohort, LocalQueues, priority classes and a Job"
 kubectl apply -f "$ROOT/config/samples"

@@ -63,6 +63,42 @@ fi
 
 echo "local-up: applying the nodes, the CRDs, the validation policy and the webhooks"
 "${KUBECTL[@]}" apply -f "$ROOT/config/local/nodes.yaml" >/dev/null
+# fabric_nodes prints the second node set, a GPU fabric of 2 blocks of 4
+# racks of 4 hosts of 8 H100s (32 nodes), labelled by block, rack and host
+# and tainted so that only the fabric's flavor
+# (config/samples/topology/topology.yaml) places pods there.
+fabric_nodes() {
+	local b r h name
+	for b in 0 1; do
+		for r in 0 1 2 3; do
+			for h in 0 1 2 3; do
+				name=fabric-b$b-r$r-h$h
+				cat <<NODE
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: $name
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels:
+    kubernetes.io/arch: amd64
+    kubernetes.io/hostname: $name
+    kubernetes.io/os: linux
+    type: kwok
+    node.berth.dev/pool: fabric
+    cloud.berth.dev/block: block-$b
+    cloud.berth.dev/rack: rack-$b-$r
+spec:
+  taints: [{key: cloud.berth.dev/fabric, value: "true", effect: NoSchedule}]
+status:
+  allocatable: {cpu: "96", memory: 1Ti, nvidia.com/gpu: "8", pods: "110"}
+  capacity: {cpu: "96", memory: 1Ti, nvidia.com/gpu: "8", pods: "110"}
+NODE
+			done
+		done
+	done
+}
+fabric_nodes | "${KUBECTL[@]}" apply -f - >/dev/null
 JOBSET_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/jobset)/config/components/crd/bases
 LWS_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/lws operators)/config/crd/bases
 RAY_CRDS=$("$ROOT/hack/moddir.sh" github.com/ray-project/kuberay/ray-operator operators)/config/crd/bases

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gangManifest is a Job of pods pods of 8 GPUs whose pod template carries
+// the topology annotation key: level.
+func gangManifest(ns, name string, pods int, key, level string) string {
+	return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s, namespace: %s, labels: {berth.dev/queue-name: main}}
+spec:
+  parallelism: %d
+  completions: %d
+  template:
+    metadata: {annotations: {%s: %s}}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.example/e2e:latest
+        resources:
+          requests: {cpu: "1", nvidia.com/gpu: "8"}
+          limits: {nvidia.com/gpu: "8"}
+`, name, ns, pods, pods, key, level)
+}
+
+// TestTopologyKeepsGangsInRacks runs gangs on the local cluster's fabric
+// (32 nodes of 8 GPUs: 2 blocks of 4 racks of 4 hosts) with the sample
+// Topology and flavor, through berth-scheduler, and reads where they ran
+// from the pods on the nodes: a required-rack gang of 4 x 8 GPUs runs in
+// one rack; a gang of 6 that prefers a rack runs in two racks of one
+// block; a gang of 5 that requires a rack, which the quota allows but no
+// rack holds, waits and says so in numbers.
+func TestTopologyKeepsGangsInRacks(t *testing.T) {
+	e := newEnv(t)
+	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, string(sample))
+	cq := e.queue("fabric", "  schedulerName: berth-scheduler\n", gpuQuota{flavor: "h100-fabric", gpus: "256"})
+	e.localQueue("main", cq)
+	rackOf := map[string]string{}
+	blockOf := map[string]string{}
+	for _, n := range strings.Fields(get(t.Context(), "nodes", "-l", "node.berth.dev/pool=fabric", "-o",
+		`jsonpath={range .items[*]}{.metadata.name}={.metadata.labels.cloud\.berth\.dev/block}/{.metadata.labels.cloud\.berth\.dev/rack} {end}`)) {
+		name, where, _ := strings.Cut(n, "=")
+		block, rack, _ := strings.Cut(where, "/")
+		rackOf[name], blockOf[name] = rack, block
+	}
+	if len(rackOf) != 32 {
+		t.Fatalf("the local cluster has %d fabric nodes, want 32: %v", len(rackOf), rackOf)
+	}
+	// racks waits until the job's pods all run and returns the racks and
+	// blocks of their nodes.
+	racks := func(job string, pods int) (racks, blocks []string) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("the %d pods of %s running on the fabric", pods, job), 120*time.Second, func(ctx context.Context) error {
+			racks, blocks = nil, nil
+			out := get(ctx, "pods", "-n", e.ns, "-l", "job-name="+job, "-o",
+				"jsonpath={range .items[*]}{.spec.nodeName}:{.status.phase} {end}")
+			if len(strings.Fields(out)) != pods {
+				return fmt.Errorf("pods: %s", out)
+			}
+			for _, p := range strings.Fields(out) {
+				node, phase, _ := strings.Cut(p, ":")
+				if phase != "Running" || rackOf[node] == "" {
+					return fmt.Errorf("pods: %s", out)
+				}
+				racks, blocks = append(racks, rackOf[node]), append(blocks, blockOf[node])
+			}
+			slices.Sort(racks)
+			slices.Sort(blocks)
+			return nil
+		})
+		return slices.Compact(racks), slices.Compact(blocks)
+	}
+
+	apply(t, gangManifest(e.ns, "one-rack", 4, "berth.dev/podset-required-topology", "cloud.berth.dev/rack"))
+	if r, _ := racks("one-rack", 4); len(r) != 1 {
+		t.Errorf("the required-rack gang runs in racks %v, want one", r)
+	}
+	sel := get(t.Context(), "job", "one-rack", "-n", e.ns, "-o", "jsonpath={.spec.template.spec.nodeSelector}")
+	if !strings.Contains(sel, "cloud.berth.dev/rack") {
+		t.Errorf("the running job's node selector is %s, want its rack", sel)
+	}
+
+	apply(t, gangManifest(e.ns, "two-racks", 6, "berth.dev/podset-preferred-topology", "cloud.berth.dev/rack"))
+	if r, b := racks("two-racks", 6); len(r) != 2 || len(b) != 1 {
+		t.Errorf("the gang of 6 that prefers a rack runs in racks %v of blocks %v, want two racks of one block", r, b)
+	}
+
+	apply(t, gangManifest(e.ns, "too-wide", 5, "berth.dev/podset-required-topology", "cloud.berth.dev/rack"))
+	e.waitPending("too-wide", "needs 5 pods (", "in one cloud.berth.dev/rack: the best,", "has room for 4")
+}
