@@ -179,6 +179,19 @@ func slimStatuses(ss []corev1.ContainerStatus) []corev1.ContainerStatus {
 	return out
 }
 
+// Observe takes in a Topology, a node or a pod as it is now, for a reader
+// that lists them instead of watching them (kubectl berth what-if).
+func (t *Tracker) Observe(obj any) {
+	switch obj.(type) {
+	case *berthv1alpha1.Topology:
+		t.topology(obj, false)
+	case *corev1.Node:
+		t.node(obj, false)
+	case *corev1.Pod:
+		t.pod(obj, false)
+	}
+}
+
 func (t *Tracker) topology(obj any, gone bool) {
 	tp, ok := obj.(*berthv1alpha1.Topology)
 	if !ok {

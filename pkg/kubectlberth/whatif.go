@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -26,6 +28,7 @@ import (
 	"github.com/berth-dev/berth/pkg/engine/resources"
 	"github.com/berth-dev/berth/pkg/engine/scheduler"
 	"github.com/berth-dev/berth/pkg/engine/workload"
+	"github.com/berth-dev/berth/pkg/fabric"
 	"github.com/berth-dev/berth/pkg/jobframework"
 )
 
@@ -38,6 +41,9 @@ type WhatIf struct {
 	Borrows  bool                         `json:"borrows"`
 	Preempts []Ref                        `json:"preempts"`
 	Message  string                       `json:"message"`
+	// Topology is, per podset admitted to a flavor with a Topology, the
+	// domains it would get and their pod counts.
+	Topology map[string]string `json:"topology,omitempty"`
 }
 
 // Ref names a workload.
@@ -147,6 +153,11 @@ func judge(ctx context.Context, r client.Reader, cl *dashboard.Cluster, wl *bert
 	out.ClusterQueue = p.ClusterQueue
 	c, q := cache.New(), queue.NewManager()
 	note := engineState(cl, c, q)
+	if fabrics, why := fabricsOf(ctx, r, cl); fabrics != nil {
+		c.SetFabrics(fabrics)
+	} else if why != "" {
+		note = strings.TrimPrefix(note+"; "+why, "; ")
+	}
 	if err := q.AddOrUpdateWorkload(wl, berthv1alpha1.ClusterQueueReference(p.ClusterQueue)); err != nil {
 		return out, err
 	}
@@ -163,6 +174,7 @@ func judge(ctx context.Context, r client.Reader, cl *dashboard.Cluster, wl *bert
 			}
 			out.Flavors[psa.Name] = byRes
 		}
+		out.Topology = placedOf(rec.admission)
 		out.Borrows = borrows(cl.ClusterQueues[p.ClusterQueue], before, workload.AdmissionUsage(rec.admission))
 		out.Message = fmt.Sprintf("It would be admitted by ClusterQueue %s now", p.ClusterQueue)
 		if out.Borrows {
@@ -178,6 +190,56 @@ func judge(ctx context.Context, r client.Reader, cl *dashboard.Cluster, wl *bert
 		out.Message += " (" + note + ")"
 	}
 	return out, nil
+}
+
+// fabricsOf reads, when a flavor names a Topology, the Topologies, the
+// nodes and the pods bound to them, as the controller's informers do; nil
+// and why when they cannot be read.
+func fabricsOf(ctx context.Context, r client.Reader, cl *dashboard.Cluster) (cache.Fabrics, string) {
+	if !slices.ContainsFunc(cl.Flavors, func(rf berthv1alpha1.ResourceFlavor) bool { return rf.Spec.TopologyName != nil }) {
+		return nil, ""
+	}
+	t := fabric.NewTracker(nil)
+	topologies, nodes, pods := &berthv1alpha1.TopologyList{}, &corev1.NodeList{}, &corev1.PodList{}
+	for _, l := range []client.ObjectList{topologies, nodes} {
+		if err := r.List(ctx, l); err != nil {
+			return nil, "the flavors' topologies not judged: " + dashboard.ReadError(err).Error()
+		}
+	}
+	if err := r.List(ctx, pods, client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector("spec.nodeName", "")}); err != nil {
+		return nil, "the flavors' topologies not judged: " + dashboard.ReadError(err).Error()
+	}
+	for i := range topologies.Items {
+		t.Observe(&topologies.Items[i])
+	}
+	for i := range nodes.Items {
+		t.Observe(&nodes.Items[i])
+	}
+	for i := range pods.Items {
+		t.Observe(&pods.Items[i])
+	}
+	return t, ""
+}
+
+// placedOf renders, per podset, the topology assignment of adm: each
+// domain's values and its pods, e.g. "block-0/rack-0-1/host-3: 1".
+func placedOf(adm *berthv1alpha1.Admission) map[string]string {
+	var out map[string]string
+	for _, psa := range adm.PodSetAssignments {
+		ta := psa.TopologyAssignment
+		if ta == nil {
+			continue
+		}
+		parts := make([]string, len(ta.Domains))
+		for i, d := range ta.Domains {
+			parts[i] = fmt.Sprintf("%s: %d", strings.Join(d.Values, "/"), d.Count)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[psa.Name] = strings.Join(parts, ", ")
+	}
+	return out
 }
 
 // resolvePriority sets wl's priority from its class, as the controller
@@ -294,6 +356,9 @@ func whatIfTable(w io.Writer, out WhatIf) error {
 			parts = append(parts, res+"="+out.Flavors[ps][res])
 		}
 		row(w, "Flavors of "+ps+":", strings.Join(parts, ", "))
+	}
+	for _, ps := range slices.Sorted(maps.Keys(out.Topology)) {
+		row(w, "Placed ("+ps+"):", out.Topology[ps])
 	}
 	row(w, "Borrows:", out.Borrows)
 	for _, p := range out.Preempts {

@@ -53,6 +53,9 @@ type Why struct {
 	// Slice, for an elastic job that grew, is where the slice of the pods
 	// it added is and why it waits.
 	Slice *Why `json:"slice,omitempty"`
+	// Topology is, per podset admitted to a flavor with a Topology, its
+	// domains and their pod counts.
+	Topology map[string]string `json:"topology,omitempty"`
 }
 
 // Ahead is a workload tried before the one asked about.
@@ -211,6 +214,9 @@ func explain(cl *dashboard.Cluster, ns, name string) (Why, error) {
 	}
 	why := Why{Workload: name, Ahead: []Ahead{}}
 	why.State, why.Message = stateOf(cl, wl)
+	if adm := wl.Status.Admission; adm != nil && workload.HasQuotaReservation(wl) {
+		why.Topology = placedOf(adm)
+	}
 	for _, w := range cl.Workloads {
 		if w.Namespace == ns && w.Labels[berthv1alpha1.SliceOfLabel] == name {
 			slice, err := explain(cl, ns, w.Name)
@@ -321,6 +327,9 @@ func whyRows(w io.Writer, why Why) error {
 	row(w, "Workload:", why.Workload)
 	row(w, "State:", why.State)
 	row(w, "Why:", orDash(why.Message))
+	for _, ps := range slices.Sorted(maps.Keys(why.Topology)) {
+		row(w, "Placed ("+ps+"):", why.Topology[ps])
+	}
 	if why.PositionInLocalQueue != nil {
 		pos := fmt.Sprintf("%d in its LocalQueue", *why.PositionInLocalQueue)
 		if why.PositionInClusterQueue != nil {

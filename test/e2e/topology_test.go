@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,4 +102,39 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 
 	apply(t, gangManifest(e.ns, "too-wide", 5, "berth.dev/podset-required-topology", "cloud.berth.dev/rack"))
 	e.waitPending("too-wide", "needs 5 pods (", "in one cloud.berth.dev/rack: the best,", "has room for 4")
+
+	// kubectl berth why shows where a gang runs; what-if, where another
+	// would go, judged on the nodes and the pods on them.
+	out, err := berthPlugin(t.Context(), "why", "job/one-rack", "-n", e.ns, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var why struct{ Topology map[string]string }
+	if err := json.Unmarshal([]byte(out), &why); err != nil {
+		t.Fatal(err)
+	}
+	oneRack, _ := racks("one-rack", 4)
+	if placed := why.Topology["main"]; strings.Count(placed, "/"+oneRack[0]+"/") != 4 {
+		t.Errorf("kubectl berth why says the gang is placed %q, want 4 hosts of %s", placed, oneRack[0])
+	}
+	manifest := filepath.Join(t.TempDir(), "gang.yaml")
+	if err := os.WriteFile(manifest, []byte(gangManifest(e.ns, "next", 4, "berth.dev/podset-required-topology", "cloud.berth.dev/rack")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = berthPlugin(t.Context(), "what-if", "-f", manifest, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var verdict struct {
+		Admitted bool
+		Topology map[string]string
+		Message  string
+	}
+	if err := json.Unmarshal([]byte(out), &verdict); err != nil {
+		t.Fatal(err)
+	}
+	placed := verdict.Topology["main"]
+	if !verdict.Admitted || strings.Count(placed, ": 1") != 4 || strings.Contains(placed, "/"+oneRack[0]+"/") {
+		t.Errorf("what-if says %+v, want a whole rack other than %s", verdict, oneRack[0])
+	}
 }

@@ -13,8 +13,9 @@ import (
 
 // A bucket holds the pending workloads of one ClusterQueue that have the
 // same shape: the same podsets with the same counts, per-pod requests,
-// tolerations and node selector. Workloads of one shape need exactly the
-// same quota and may go to exactly the same flavors, so when a bucket's
+// tolerations, node selector and topology request. Workloads of one shape
+// need exactly the same quota and may go to exactly the same flavors and
+// nodes, so when a bucket's
 // head cannot be admitted nor make room by preemption, no workload behind
 // it can either: they have no higher priority, hence no more preemption
 // candidates. The bucket is then set aside as a whole, and a cycle costs
@@ -96,6 +97,11 @@ func shapeOf(info *workload.Info) string {
 			if t.TolerationSeconds != nil {
 				fmt.Fprintf(&b, "/%d", *t.TolerationSeconds)
 			}
+		}
+		// Where its pods must go in a topology decides whether they fit:
+		// a gang that needs one rack is not one that may spread.
+		if t := ps.Topology; t != (workload.TopologyRequest{}) || ps.TopologyError != nil {
+			fmt.Fprintf(&b, " topo=%s/%t/%s/%d/%v", t.Level, t.Required, t.SliceLevel, t.SliceSize, ps.TopologyError != nil)
 		}
 		b.WriteByte(';')
 	}
