@@ -15,23 +15,34 @@ import (
 // gangManifest is a Job of pods pods of 8 GPUs whose pod template carries
 // the topology annotation key: level.
 func gangManifest(ns, name string, pods int, key, level string) string {
+	return gangOf(ns, name, "", pods, fmt.Sprintf("{%s: %s}", key, level), "{}")
+}
+
+// gangOf is a Job of pods pods of 8 GPUs in priority class class ("" for
+// none), with the pod template's annotations and node selector.
+func gangOf(ns, name, class string, pods int, annotations, nodeSelector string) string {
+	labels := "berth.dev/queue-name: main"
+	if class != "" {
+		labels += ", berth.dev/priority-class: " + class
+	}
 	return fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
-metadata: {name: %s, namespace: %s, labels: {berth.dev/queue-name: main}}
+metadata: {name: %s, namespace: %s, labels: {%s}}
 spec:
   parallelism: %d
   completions: %d
   template:
-    metadata: {annotations: {%s: %s}}
+    metadata: {annotations: %s}
     spec:
       restartPolicy: Never
+      nodeSelector: %s
       containers:
       - name: main
         image: registry.example/e2e:latest
         resources:
           requests: {cpu: "1", nvidia.com/gpu: "8"}
           limits: {nvidia.com/gpu: "8"}
-`, name, ns, pods, pods, key, level)
+`, name, ns, labels, pods, pods, annotations, nodeSelector)
 }
 
 // TestTopologyKeepsGangsInRacks runs gangs on the local cluster's fabric
@@ -136,5 +147,63 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	placed := verdict.Topology["main"]
 	if !verdict.Admitted || strings.Count(placed, ": 1") != 4 || strings.Contains(placed, "/"+oneRack[0]+"/") {
 		t.Errorf("what-if says %+v, want a whole rack other than %s", verdict, oneRack[0])
+	}
+}
+
+// TestTopologyDefragmentation fragments the fabric with a low-priority
+// single-pod job on one host of each of its 8 racks, so that no rack has
+// room for a gang of 4 x 8 GPUs that requires one, although the quota
+// has. The gang preempts one filler, in the first rack, says which rack
+// and why, and runs there; the pods on the nodes show it.
+func TestTopologyDefragmentation(t *testing.T) {
+	e := newEnv(t)
+	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, string(sample))
+	cq := e.queue("defrag", "  schedulerName: berth-scheduler\n  preemption: {withinClusterQueue: LowerPriority}\n", gpuQuota{flavor: "h100-fabric", gpus: "256"})
+	e.localQueue("main", cq)
+	low, high := e.priorityClass("low", 1), e.priorityClass("high", 100)
+	for b := range 2 {
+		for r := range 4 {
+			host := fmt.Sprintf("fabric-b%d-r%d-h1", b, r)
+			apply(t, gangOf(e.ns, fmt.Sprintf("filler-%d-%d", b, r), low, 1, "{}", "{kubernetes.io/hostname: "+host+"}"))
+		}
+	}
+	for b := range 2 {
+		for r := range 4 {
+			e.waitCondition(fmt.Sprintf("filler-%d-%d", b, r), "Admitted", "True", "")
+		}
+	}
+	apply(t, gangOf(e.ns, "gang", high, 4, "{berth.dev/podset-required-topology: cloud.berth.dev/rack}", "{}"))
+	e.waitCondition("filler-0-0", "Preempted", "True", "InClusterQueue")
+	_, _, msg := e.condition(t.Context(), "filler-0-0", "Evicted")
+	if !strings.Contains(msg, "to free cloud.berth.dev/rack block-0/rack-0-0 for its podset main (4 pods)") {
+		t.Errorf("the filler's eviction says %q, want the rack it frees and why", msg)
+	}
+	e.waitCondition("gang", "Admitted", "True", "")
+	eventually(t, "the gang's 4 pods running in rack-0-0", 120*time.Second, func(ctx context.Context) error {
+		out := get(ctx, "pods", "-n", e.ns, "-l", "job-name=gang", "-o", "jsonpath={range .items[*]}{.spec.nodeName}:{.status.phase} {end}")
+		pods := strings.Fields(out)
+		if len(pods) != 4 {
+			return fmt.Errorf("pods: %s", out)
+		}
+		for _, p := range pods {
+			if !strings.HasPrefix(p, "fabric-b0-r0-") || !strings.HasSuffix(p, ":Running") {
+				return fmt.Errorf("pods: %s", out)
+			}
+		}
+		return nil
+	})
+	for b := range 2 {
+		for r := range 4 {
+			if b+r == 0 {
+				continue
+			}
+			if s, _, _ := e.condition(t.Context(), fmt.Sprintf("filler-%d-%d", b, r), "Evicted"); s == "True" {
+				t.Errorf("filler-%d-%d was evicted too: one eviction frees a rack", b, r)
+			}
+		}
 	}
 }

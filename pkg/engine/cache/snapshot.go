@@ -111,6 +111,15 @@ func (s *Snapshot) Place(info *workload.Info) {
 	}
 }
 
+// Reserve keeps the nodes of a, in flavor f's fabric, from the later heads
+// of the cycle: a preemptor's, while its victims stop.
+func (s *Snapshot) Reserve(f berthv1alpha1.ResourceFlavorReference, a *topology.Assignment, perPod resources.Requests) {
+	if fab := s.Fabrics[f]; fab != nil {
+		fab.Take(a, perPod, nil)
+		s.fabricGeneration++
+	}
+}
+
 // FabricGeneration changes whenever Place takes from the fabrics: an
 // assignment made before then may name nodes another head took.
 func (s *Snapshot) FabricGeneration() int64 { return s.fabricGeneration }

@@ -9,6 +9,7 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/queue"
+	"github.com/berth-dev/berth/pkg/engine/resources"
 	"github.com/berth-dev/berth/pkg/engine/scheduler/flavorassigner"
 	"github.com/berth-dev/berth/pkg/engine/scheduler/preemption"
 	"github.com/berth-dev/berth/pkg/engine/workload"
@@ -52,6 +53,11 @@ func (c *cycle) preempt(ctx context.Context, e *entry) {
 		return
 	}
 	c.preemptor[e.head.ClusterQueue] = info.Key
+	if d := e.assignment.Defrag; d != nil && d.Planned != nil {
+		// The domain its victims free is its own: no later head of the
+		// cycle takes the room left there.
+		c.snap.Reserve(d.Flavor, d.Planned, workload.PodWithRequests(podSetRequest(info, d.PodSet)))
+	}
 	if hold, msg := c.holdInstead(e, targets); hold {
 		// A later flavor may have room, but whenCanPreempt: MayStopSearch
 		// prefers this one at the cost of an eviction (a team that lent
@@ -136,4 +142,14 @@ func (c *cycle) settlePreemptions(ctx context.Context, preemptor *workload.Info,
 		victims = append(victims, victim{key: t.Info.Key, clusterQueue: t.Info.ClusterQueue})
 	}
 	return evicting, failed, victims
+}
+
+// podSetRequest is the per-pod request of the podset named name.
+func podSetRequest(info *workload.Info, name string) resources.Requests {
+	for i := range info.PodSets {
+		if info.PodSets[i].Name == name {
+			return info.PodSets[i].PerPod
+		}
+	}
+	return nil
 }

@@ -3,8 +3,10 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,9 +59,14 @@ func runTopologyScenario(seed int64) error {
 			}
 		}
 	}
+	// Odd seeds preempt lower priorities to free domains.
+	var policy berthv1alpha1.ClusterQueuePreemption
+	if seed%2 == 1 {
+		policy.WithinClusterQueue = berthv1alpha1.PreemptionPolicyLowerPriority
+	}
 	e := newEnv(envInputs{
 		flavors: []*berthv1alpha1.ResourceFlavor{fabricFlavor()},
-		queues:  []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "100000")).Obj()},
+		queues:  []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "100000")).Preemption(policy).Obj()},
 	})
 	e.cache.SetFabrics(staticFabric{topology.NewFabric(levels, nodes)})
 	// gangs are the gangs not finished; running, those admitted.
@@ -83,7 +90,7 @@ func runTopologyScenario(seed int64) error {
 			case 4:
 				ps.Annotation(berthv1alpha1.PodSetPreferredTopologyAnnotation, rackLabel)
 			}
-			g.wl = mkWL(fmt.Sprintf("s%d-w%d", step, i), "ns").Queue("q").PodSets(*ps.Obj()).Obj()
+			g.wl = mkWL(fmt.Sprintf("s%d-w%d", step, i), "ns").Queue("q").Priority(int32(rng.Intn(4))).PodSets(*ps.Obj()).Obj()
 			gangs["ns/"+g.wl.Name] = g
 			if err := e.queues.AddOrUpdateWorkload(g.wl, "q"); err != nil {
 				return err
@@ -103,21 +110,32 @@ func runTopologyScenario(seed int64) error {
 				delete(gangs, key)
 			}
 		}
-		// Until a cycle decides nothing: each cycle tries a head, and one
-		// that does not fit is set aside until the next step.
+		// Until the scheduler decides nothing new for three cycles: each
+		// cycle tries a head, and one that does not fit is set aside until
+		// the next step. The victims of a cycle stop and wait again at
+		// once, their pods leaving their nodes.
 		e.queues.QueueAllInadmissible()
 		for quiet, cycle := 0, 0; quiet < 3; cycle++ {
 			if cycle == 200 {
 				return fmt.Errorf("step %d: the scheduler still decides after 200 cycles", step)
 			}
-			decided := 0
-			e.applier.onPending = func(string) { decided++ }
+
+			said := maps.Clone(e.applier.pending)
 			before := len(e.applier.admitted)
 			e.sched.Schedule(context.Background())
-			if decided == 0 && len(e.applier.admitted) == before {
-				quiet++
-			} else {
+			decided := len(e.applier.admitted) != before || len(e.applier.preempted) > 0 || !maps.Equal(said, e.applier.pending)
+			for key := range e.applier.admitted {
+				if gangs[key] != nil && e.cache.HoldsQuota(key) {
+					running[key] = true
+				}
+			}
+			if err := evictVictims(e, gangs, running); err != nil {
+				return fmt.Errorf("step %d: %w", step, err)
+			}
+			if decided {
 				quiet = 0
+			} else {
+				quiet++
 			}
 		}
 		for key := range e.applier.admitted {
@@ -125,14 +143,40 @@ func runTopologyScenario(seed int64) error {
 				running[key] = true
 			}
 		}
-		if err := checkTopology(nodes, used, gangs, running, e); err != nil {
+		if err := checkTopology(nodes, used, gangs, running, e, true); err != nil {
 			return fmt.Errorf("step %d: %w", step, err)
 		}
 	}
 	return nil
 }
 
-func checkTopology(nodes []topology.Node, used map[string]int64, gangs map[string]*topoGang, running map[string]bool, e *env) error {
+// evictVictims plays the victims of the last cycle stopping: their quota
+// and nodes are released and they wait again.
+func evictVictims(e *env, gangs map[string]*topoGang, running map[string]bool) error {
+	for _, key := range slices.Sorted(maps.Keys(e.applier.preempted)) {
+		g := gangs[key]
+		if g == nil || !running[key] {
+			return fmt.Errorf("%s preempted while not running", key)
+		}
+		// "Preempted to accommodate workload ns/NAME (priority P) ..."
+		by := gangs[strings.Fields(e.applier.preemptMsg[key])[4]]
+		if by == nil || *by.wl.Spec.Priority <= *g.wl.Spec.Priority {
+			return fmt.Errorf("%s (priority %d) preempted: %s", key, *g.wl.Spec.Priority, e.applier.preemptMsg[key])
+		}
+		delete(running, key)
+		e.cache.ForgetWorkload(key)
+		delete(e.applier.admitted, key)
+		if err := e.queues.AddOrUpdateWorkload(g.wl, "q"); err != nil {
+			return err
+		}
+	}
+	clear(e.applier.preempted)
+	return nil
+}
+
+// checkTopology checks the nodes and the placements of the running gangs
+// and, when live, that no gang that requires a level waits beside room.
+func checkTopology(nodes []topology.Node, used map[string]int64, gangs map[string]*topoGang, running map[string]bool, e *env, live bool) error {
 	onNode := map[string]int64{}
 	for n, u := range used {
 		onNode[n] = u
@@ -162,7 +206,7 @@ func checkTopology(nodes []topology.Node, used map[string]int64, gangs map[strin
 		}
 	}
 	for key, g := range gangs {
-		if g.level == "" || e.cache.HoldsQuota(key) {
+		if !live || g.level == "" || e.cache.HoldsQuota(key) {
 			continue
 		}
 		room := map[string]int64{}

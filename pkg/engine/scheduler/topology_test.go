@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -184,6 +186,7 @@ func admittedOn(wl *berthv1alpha1.Workload, hosts ...string) *berthv1alpha1.Work
 		TopologyAssignment: ta,
 	}}}
 	out := utiltesting.MakeWorkload(wl.Name, wl.Namespace).PodSets(wl.Spec.PodSets...).Admitted(adm).Obj()
+	out.Spec.Priority = wl.Spec.Priority
 	if info := workload.NewInfo(out); len(info.Placements) != 1 {
 		panic("the admitted gang has no placement")
 	}
@@ -251,6 +254,86 @@ func BenchmarkTopologyAdmission(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(decisions)/elapsed.Seconds(), "decisions/s")
+		})
+	}
+}
+
+// TestDefragmentation: a gang of a rack whose quota fits but which no rack
+// has room for preempts the lower-priority work of its queue in the rack
+// that needs the fewest evictions, and says which rack and why.
+func TestDefragmentation(t *testing.T) {
+	lower := berthv1alpha1.ClusterQueuePreemption{WithinClusterQueue: berthv1alpha1.PreemptionPolicyLowerPriority}
+	single := func(name string, priority int32, host string) *berthv1alpha1.Workload {
+		wl := gang(name, 1, "", "")
+		wl.Spec.Priority = &priority
+		return admittedOn(wl, host)
+	}
+	preemptor := func() *berthv1alpha1.Workload {
+		wl := gang("big", 4, berthv1alpha1.PodSetRequiredTopologyAnnotation, rackLabel)
+		wl.Spec.Priority = ptr.To[int32](10)
+		return wl
+	}
+	cases := map[string]struct {
+		policy        berthv1alpha1.ClusterQueuePreemption
+		admitted      []*berthv1alpha1.Workload
+		wantPreempted []string
+		wantWhy       string
+		wantPending   string
+	}{
+		"the rack with the fewest victims": {
+			policy:        lower,
+			admitted:      []*berthv1alpha1.Workload{single("l1", 1, "r0-h0"), single("l2", 1, "r0-h1"), single("m", 5, "r1-h0")},
+			wantPreempted: []string{"ns/m"},
+			wantWhy:       "to free cloud.berth.dev/rack b0/r1 for its podset main (4 pods), which no cloud.berth.dev/rack had room for",
+		},
+		"not a rack whose work it may not preempt": {
+			policy:        lower,
+			admitted:      []*berthv1alpha1.Workload{single("l1", 1, "r0-h0"), single("l2", 1, "r0-h1"), single("top", 50, "r1-h0")},
+			wantPreempted: []string{"ns/l1", "ns/l2"},
+			wantWhy:       "to free cloud.berth.dev/rack b0/r0",
+		},
+		"a queue that never preempts waits, saying why": {
+			admitted:    []*berthv1alpha1.Workload{single("l1", 1, "r0-h0"), single("m", 5, "r1-h0")},
+			wantPending: "needs 4 pods (nvidia.com/gpu: 8 each pod) in one cloud.berth.dev/rack: the best, b0/r0, has room for 3; 1 other for 3",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(envInputs{
+				flavors:  []*berthv1alpha1.ResourceFlavor{fabricFlavor()},
+				queues:   []*berthv1alpha1.ClusterQueue{gpuCQ("q", "", gpus("h100", "128")).Preemption(tc.policy).Obj()},
+				admitted: tc.admitted,
+				pending:  []*berthv1alpha1.Workload{preemptor()},
+			})
+			// The admitted singles' pods are bound: the nodes count them.
+			table := newNodeTable(2, nil)
+			for _, wl := range tc.admitted {
+				host := wl.Status.Admission.PodSetAssignments[0].TopologyAssignment.Domains[0].Values[2]
+				table.bound["ns/"+wl.Name] = map[string]int32{host: 1}
+				for i := range table.nodes {
+					if table.nodes[i].Name == host {
+						table.nodes[i].Free["nvidia.com/gpu"] -= 8
+					}
+				}
+			}
+			e.cache.SetFabrics(table)
+			e.sched.Schedule(context.Background())
+			var got []string
+			for k := range e.applier.preempted {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.wantPreempted, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("preempted (-want +got):\n%s", diff)
+			}
+			for _, k := range got {
+				if msg := e.applier.preemptMsg[k]; !strings.Contains(msg, tc.wantWhy) {
+					t.Errorf("%s is preempted with %q, want it to say %q", k, msg, tc.wantWhy)
+				}
+			}
+			if tc.wantPending != "" && !strings.Contains(e.applier.pending["ns/big"], tc.wantPending) {
+				t.Errorf("the gang waits with %q, want %q", e.applier.pending["ns/big"], tc.wantPending)
+			}
 		})
 	}
 }

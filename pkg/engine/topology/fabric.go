@@ -244,6 +244,43 @@ func (f *Fabric) Take(a *Assignment, perPod resources.Requests, bound map[string
 	}
 }
 
+// Release gives back to the nodes of an assignment what its pods take:
+// the pods of a workload a preemption would remove, bound or not.
+func (f *Fabric) Release(a *Assignment, perPod resources.Requests) {
+	v, _ := f.vector(perPod)
+	var leaves []int
+	for _, d := range a.Domains {
+		dom := f.find(d.Values)
+		if dom == nil {
+			continue
+		}
+		leaves = f.leaves(dom, leaves[:0])
+		// A domain of one node is exact; of several (the last level is
+		// not the host name), the first takes it back.
+		row := f.free[leaves[0]*len(f.names) : (leaves[0]+1)*len(f.names)]
+		for k, q := range v {
+			row[k] = resources.Add(row[k], resources.Mul(q, int64(d.Count)))
+		}
+	}
+}
+
+// Domains are the values of the domains of level l, in the fabric's order.
+func (f *Fabric) Domains(l int) [][]string {
+	var out [][]string
+	var walk func(d *domain)
+	walk = func(d *domain) {
+		if d.depth == l+1 {
+			out = append(out, d.values)
+			return
+		}
+		for _, c := range d.children {
+			walk(c)
+		}
+	}
+	walk(f.root)
+	return out
+}
+
 // find is the domain with values, or nil.
 func (f *Fabric) find(values []string) *domain {
 	d := f.root

@@ -32,6 +32,9 @@ type Request struct {
 	// tolerations: a node they do not match or tolerate takes no pod.
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
+	// Within, when set, are the values of a domain whose nodes alone may
+	// take the pods: the domain a preemption would free.
+	Within []string
 }
 
 // Domain is a narrowest domain of an assignment (a node, when the last
@@ -161,7 +164,7 @@ func (s *search) capacity(d *domain) int64 { return s.units[d.id] }
 func (s *search) tightest(depth int, need int64) *domain {
 	var best *domain
 	s.walk(s.f.root, depth, func(d *domain) {
-		if c := s.capacity(d); c >= need && (best == nil || c < s.capacity(best)) {
+		if c := s.capacity(d); c >= need && (best == nil || c < s.capacity(best)) && within(d, s.req.Within) {
 			best = d
 		}
 	})
@@ -233,4 +236,11 @@ func (s *search) leastHolding(kids []*domain, n int64) *domain {
 		}
 	}
 	return best
+}
+
+// within reports whether d lies in the domain with values w, or w is
+// empty.
+func within(d *domain, w []string) bool {
+	n := min(len(d.values), len(w))
+	return slices.Equal(d.values[:n], w[:n])
 }

@@ -285,7 +285,19 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 	}
 	// Where the quota fits, the flavor's nodes must too. Preemption frees
 	// quota first; the pods are placed when the head fits outright.
-	if mode >= Borrow && rf.Spec.TopologyName != nil && !as.place(ps, psa, rf, f) {
+	if mode >= Borrow && rf.Spec.TopologyName != nil {
+		req, placed := as.place(ps, psa, rf, f)
+		if placed {
+			return mode, borrows
+		}
+		// A gang that must be in one domain, which no domain has room
+		// for, may free one by preempting lower-priority work there, as
+		// its queue allows (see preemption.FindTargets).
+		if req != nil && req.Required && as.preempt && as.a.Defrag == nil &&
+			as.cq.Preemption.WithinClusterQueue != berthv1alpha1.PreemptionPolicyNever {
+			as.a.Defrag = &Defrag{Flavor: f, PodSet: ps.Name, Request: *req}
+			return Preempt, borrows
+		}
 		return NoFit, false
 	}
 	return mode, borrows
@@ -293,11 +305,12 @@ func (as *assigner) flavorMode(ps *workload.PodSetInfo, psa *PodSetAssignment, r
 
 // place looks for the nodes of flavor f's fabric that take the podset as
 // its pod template asks, recording the assignment or why there is none.
-func (as *assigner) place(ps *workload.PodSetInfo, psa *PodSetAssignment, rf *berthv1alpha1.ResourceFlavor, f berthv1alpha1.ResourceFlavorReference) bool {
+// The request is nil when the podset cannot be placed in the fabric at all.
+func (as *assigner) place(ps *workload.PodSetInfo, psa *PodSetAssignment, rf *berthv1alpha1.ResourceFlavor, f berthv1alpha1.ResourceFlavorReference) (*topology.Request, bool) {
 	fab := as.fabric(f)
-	fail := func(why fmt.Stringer) bool {
+	fail := func(why fmt.Stringer) (*topology.Request, bool) {
 		as.a.misses = append(as.a.misses, miss{kind: missTopology, podSet: ps.Name, flavor: f, topology: why})
-		return false
+		return nil, false
 	}
 	switch {
 	case fab == nil:
@@ -326,13 +339,14 @@ func (as *assigner) place(ps *workload.PodSetInfo, psa *PodSetAssignment, rf *be
 	}
 	a, m := fab.Find(req)
 	if m != nil {
-		return fail(m)
+		fail(m)
+		return &req, false
 	}
 	if as.placed == nil {
 		as.placed = map[berthv1alpha1.ResourceFlavorReference]*topology.Assignment{}
 	}
 	as.placed[f] = a
-	return true
+	return &req, true
 }
 
 // text is a fixed reason.

@@ -55,8 +55,22 @@ type Assignment struct {
 	// Borrows is true when taking Usage puts the queue above its nominal
 	// quota of some flavor and resource.
 	Borrows bool
+	// Defrag, when set, is a podset whose quota fits but which no domain
+	// of its flavor's fabric has room for: the Preempt mode then asks
+	// preemption to free a domain, not quota.
+	Defrag *Defrag
 
 	misses []miss
+}
+
+// Defrag is a podset that needs a domain freed.
+type Defrag struct {
+	Flavor  berthv1alpha1.ResourceFlavorReference
+	PodSet  string
+	Request topology.Request
+	// Planned is where the podset goes once the victims preemption chose
+	// are gone; the cycle keeps those nodes from other heads.
+	Planned *topology.Assignment
 }
 
 // Admission renders a as the API's Admission in cq.

@@ -44,8 +44,19 @@ type candidate struct {
 // the preemptor should choose in the next cycle. Choosing now, without
 // it, takes others instead, often the very workload that just made room
 // for the preemptor's queue by reclaiming, and the two take turns.
+//
+// When the assignment fits the quota but its gang no domain of the
+// flavor's fabric (a.Defrag), the targets free a domain instead (see
+// defragTargets).
 func FindTargets(s *cache.Snapshot, cq *cache.ClusterQueue, wl *workload.Info, a *flavorassigner.Assignment) (targets []Target, late bool) {
 	needed := insufficient(cq, a.Usage)
+	if a.Defrag != nil {
+		// The quota fits; a domain of the fabric does not.
+		if len(needed) > 0 {
+			return nil, false
+		}
+		return defragTargets(s, cq, wl, a.Defrag)
+	}
 	if len(needed) == 0 {
 		return nil, false
 	}
