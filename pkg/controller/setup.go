@@ -107,11 +107,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 			return err
 		}
 	}
+	if err := mgr.Add(&strandedSampler{cache: e.Cache, queues: e.Queues, interval: strandedInterval}); err != nil {
+		return err
+	}
 	if opts.UsageSamplingInterval > 0 {
 		return mgr.Add(&usageSampler{cache: e.Cache, queues: e.Queues, notifier: n, interval: opts.UsageSamplingInterval})
 	}
 	return nil
 }
+
+// strandedInterval is how often the fabric's fragmentation is measured.
+const strandedInterval = 10 * time.Second
 
 // integratedOr is f, or a function that knows no integration.
 func integratedOr(f func(metav1.OwnerReference) bool) func(metav1.OwnerReference) bool {

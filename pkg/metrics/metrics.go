@@ -81,6 +81,14 @@ var (
 		Help: "Quota of a cohort's subtree: its own nominal quota and what its members lend it, by cohort, flavor and resource (cores for cpu, bytes for memory).",
 	}, []string{"cohort", "flavor", "resource"})
 
+	// TopologyStrandedResources is the fabric's fragmentation: what the
+	// nodes of a flavor with a Topology have free in domains too small for
+	// the smallest gang waiting for one.
+	TopologyStrandedResources = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "berth_topology_stranded_resources",
+		Help: "Free resources of a flavor's nodes in domains of the level the smallest waiting gang requires that have room for fewer than its pods, by flavor, level and resource (cores for cpu, bytes for memory); 0 when no gang waits for a domain.",
+	}, []string{"flavor", "level", "resource"})
+
 	// AdmissionCycleDuration is how long a scheduling cycle takes.
 	AdmissionCycleDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "berth_admission_cycle_duration_seconds",
@@ -179,7 +187,7 @@ func build(custom []string) {
 func init() {
 	// Registered by Configure, once their labels are known.
 	build(nil)
-	metrics.Registry.MustRegister(WatchesStarted, AdmissionCycleDuration, CohortResourceUsage, CohortSubtreeQuota)
+	metrics.Registry.MustRegister(WatchesStarted, AdmissionCycleDuration, CohortResourceUsage, CohortSubtreeQuota, TopologyStrandedResources)
 }
 
 // ClusterQueueDeleted drops the gauges of a deleted ClusterQueue. Its

@@ -244,3 +244,34 @@ func within(d *domain, w []string) bool {
 	n := min(len(d.values), len(w))
 	return slices.Equal(d.values[:n], w[:n])
 }
+
+// Stranded is what the nodes have free in the domains of the request's
+// level that have room for fewer than its pods: resources no gang of that
+// shape can use, the fabric's fragmentation as that gang sees it.
+func (f *Fabric) Stranded(req Request) resources.Requests {
+	out := resources.Requests{}
+	if req.Level < 0 || req.Count <= 0 {
+		return out
+	}
+	s := &search{f: f, req: &req, sliceDepth: len(f.levels) + 1, sliceSize: 1}
+	v, any := f.vector(req.PerPod)
+	if !any {
+		return out
+	}
+	s.v = v
+	s.pods, s.units = make([]int64, f.domains), make([]int64, f.domains)
+	s.room(f.root)
+	var leaves []int
+	s.walk(f.root, req.Level+1, func(d *domain) {
+		if s.capacity(d) >= int64(req.Count) {
+			return
+		}
+		leaves = f.leaves(d, leaves[:0])
+		for _, i := range leaves {
+			for k, r := range f.names {
+				out[r] = resources.Add(out[r], f.free[i*len(f.names)+k])
+			}
+		}
+	})
+	return out
+}

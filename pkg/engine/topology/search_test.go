@@ -232,3 +232,14 @@ func TestTakeCountsBoundPodsOnce(t *testing.T) {
 		t.Errorf("with both pods bound, the second node has %d GPUs free, want its 8 (its pod is counted there already)", got)
 	}
 }
+
+// TestStranded: with a gang of two whole nodes waiting for a rack, the
+// GPUs of racks with room for one are stranded; a rack with room for two
+// strands nothing.
+func TestStranded(t *testing.T) {
+	f := fabric(1, 3, 2, map[string]int64{"b0-r0-h0": 0, "b0-r0-h1": 6, "b0-r1-h0": 3})
+	got := f.Stranded(Request{PerPod: resources.Requests{gpu: 8, corev1.ResourcePods: 1}, Count: 2, Level: 1, Required: true})
+	if got[gpu] != 6+3+8 {
+		t.Errorf("stranded %d GPUs, want %d (racks r0 and r1 hold one such pod at most)", got[gpu], 6+3+8)
+	}
+}
