@@ -207,17 +207,7 @@ func (staticFabric) Bound(string) map[string]int32                           { r
 // 32,768 cpus and the workloads need 20,000, so both admit them all.
 func BenchmarkTopologyAdmission(b *testing.B) {
 	const pending = 10_000
-	var nodes []topology.Node
-	for bl := range 8 {
-		for r := range 8 {
-			for h := range 16 {
-				name := fmt.Sprintf("b%d-r%d-h%d", bl, r, h)
-				nodes = append(nodes, topology.Node{Name: name,
-					Labels: map[string]string{blockLabel: fmt.Sprintf("b%d", bl), rackLabel: fmt.Sprintf("b%d-r%d", bl, r), hostLabel: name},
-					Free:   resources.Requests{corev1.ResourceCPU: 32_000, corev1.ResourcePods: 110}})
-			}
-		}
-	}
+	nodes := gridNodes(8, 8, 16, resources.Requests{corev1.ResourceCPU: 32_000, corev1.ResourcePods: 110})
 	fab := topology.NewFabric([]string{blockLabel, rackLabel, hostLabel}, nodes)
 	wls := make([]*berthv1alpha1.Workload, pending)
 	for i := range wls {
