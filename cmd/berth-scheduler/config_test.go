@@ -16,9 +16,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
-
-	"github.com/berth-dev/berth/cmd/berth-scheduler/plugins/gang"
-	"github.com/berth-dev/berth/cmd/berth-scheduler/plugins/gpupacking"
 )
 
 // loadConfig loads a file of config/scheduler as the scheduler does,
@@ -36,7 +33,7 @@ func loadConfig(t *testing.T, name string) *schedconfig.KubeSchedulerConfigurati
 		t.Fatal(err)
 	}
 	registry := plugins.NewInTreeRegistry()
-	if err := registry.Merge(frameworkruntime.Registry{gang.Name: gang.New, gpupacking.Name: gpupacking.New}); err != nil {
+	if err := registry.Merge(berthPlugins); err != nil {
 		t.Fatal(err)
 	}
 	metricsOnce.Do(metrics.Register)

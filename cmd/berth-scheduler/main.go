@@ -1,6 +1,7 @@
 // Command berth-scheduler is kube-scheduler with Berth's plugins compiled in:
 // BerthGang holds the pods of a podset at Permit until all of them have a
-// node, and BerthGPUPacking packs a workload's GPU pods onto few nodes.
+// node, BerthGPUPacking packs a workload's GPU pods onto few nodes, and
+// BerthTopology keeps a podset admitted on a Topology inside its domains.
 //
 // It lives in its own Go module so that the controller's module never depends
 // on k8s.io/kubernetes.
@@ -11,15 +12,24 @@ import (
 
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/berth-dev/berth/cmd/berth-scheduler/plugins/gang"
 	"github.com/berth-dev/berth/cmd/berth-scheduler/plugins/gpupacking"
+	"github.com/berth-dev/berth/cmd/berth-scheduler/plugins/topology"
 )
 
+// berthPlugins are the plugins compiled in beside kube-scheduler's own.
+var berthPlugins = frameworkruntime.Registry{
+	gang.Name:       gang.New,
+	gpupacking.Name: gpupacking.New,
+	topology.Name:   topology.New,
+}
+
 func main() {
-	cmd := app.NewSchedulerCommand(
-		app.WithPlugin(gang.Name, gang.New),
-		app.WithPlugin(gpupacking.Name, gpupacking.New),
-	)
-	os.Exit(cli.Run(cmd))
+	var opts []app.Option
+	for name, factory := range berthPlugins {
+		opts = append(opts, app.WithPlugin(name, factory))
+	}
+	os.Exit(cli.Run(app.NewSchedulerCommand(opts...)))
 }

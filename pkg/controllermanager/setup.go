@@ -27,6 +27,7 @@ import (
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
 	"github.com/berth-dev/berth/pkg/provisioning"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // Options is what the controllers take from the configuration.
@@ -122,24 +123,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	recorder := mgr.GetEventRecorder("berth-controller")
-	pending := applier.NewWaitReasons(mgr.GetClient(), writer, c.HoldsQuota)
-	q.OnBehind(func(behind []queue.Behind) {
-		for _, b := range behind {
-			pending.SetBehind(b.Workload, b.Head, b.Strict)
-		}
-	})
-	if err := mgr.Add(pending); err != nil {
+	pending, err := setupWaitReasons(mgr, writer, c, q)
+	if err != nil {
 		return err
 	}
 	enabled, err := jobframework.Enabled(opts.Integrations)
 	if err != nil {
 		return err
 	}
-	nodes := fabric.NewTracker(q.QueueAllInadmissible)
-	if err := nodes.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the view of nodes for topologies: %w", err)
+	if err := setupFabrics(ctx, mgr, c, q); err != nil {
+		return err
 	}
-	c.SetFabrics(nodes)
 	engine := controller.Engine{Cache: c, Queues: q, Writer: writer, Pending: pending, Recorder: recorder}
 	ctrlOpts := opts.Controllers
 	ctrlOpts.Integrated = integrated(enabled)
@@ -191,6 +185,30 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		sched.Start(ctx)
 		return nil
 	}))
+}
+
+// setupWaitReasons adds to mgr what writes why workloads wait, told by q
+// which workloads wait behind which.
+func setupWaitReasons(mgr ctrl.Manager, writer workloadwriter.Writer, c *cache.Cache, q *queue.Manager) (*applier.WaitReasons, error) {
+	pending := applier.NewWaitReasons(mgr.GetClient(), writer, c.HoldsQuota)
+	q.OnBehind(func(behind []queue.Behind) {
+		for _, b := range behind {
+			pending.SetBehind(b.Workload, b.Head, b.Strict)
+		}
+	})
+	return pending, mgr.Add(pending)
+}
+
+// setupFabrics gives c the live view of the nodes of flavors with a
+// Topology; a pod that ends or a node that joins has q look again at the
+// workloads it set aside.
+func setupFabrics(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, q *queue.Manager) error {
+	nodes := fabric.NewTracker(q.QueueAllInadmissible)
+	if err := nodes.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the view of nodes for topologies: %w", err)
+	}
+	c.SetFabrics(nodes)
+	return nil
 }
 
 // prime loads the quota held by workloads before the first cycle, so that

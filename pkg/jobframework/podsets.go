@@ -2,6 +2,7 @@ package jobframework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,6 +67,11 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 				info.NodeSelector = map[string]string{}
 			}
 			maps.Copy(info.NodeSelector, TopologySelector(ta))
+			encoded, err := json.Marshal(ta)
+			if err != nil {
+				return nil, fmt.Errorf("encoding the topology assignment of podset %s: %w", ps.Name, err)
+			}
+			info.Annotations[berthv1alpha1.PodSetTopologyAssignmentAnnotation] = string(encoded)
 		}
 		addCheckUpdates(&info, wl)
 		infos = append(infos, info)

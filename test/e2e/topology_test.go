@@ -110,6 +110,11 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	if r, b := racks("two-racks", 6); len(r) != 2 || len(b) != 1 {
 		t.Errorf("the gang of 6 that prefers a rack runs in racks %v of blocks %v, want two racks of one block", r, b)
 	}
+	// The node selector keeps it only in its block; berth-scheduler's
+	// BerthTopology puts each pod on a host of its admission.
+	if hosts, assigned := e.hostsOf("two-racks"), e.assignedHosts(t.Context(), "two-racks"); !slices.Equal(hosts, assigned) {
+		t.Errorf("the gang of 6 runs on hosts %v, want those of its admission, %v", hosts, assigned)
+	}
 
 	apply(t, gangManifest(e.ns, "too-wide", 5, "berth.dev/podset-required-topology", "cloud.berth.dev/rack"))
 	e.waitPending("too-wide", "needs 5 pods (", "in one cloud.berth.dev/rack: the best,", "has room for 4")
@@ -148,6 +153,38 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	if !verdict.Admitted || strings.Count(placed, ": 1") != 4 || strings.Contains(placed, "/"+oneRack[0]+"/") {
 		t.Errorf("what-if says %+v, want a whole rack other than %s", verdict, oneRack[0])
 	}
+}
+
+// hostsOf returns the nodes the pods of job run on, sorted, one entry a pod.
+func (e *env) hostsOf(job string) []string {
+	hosts := strings.Fields(get(e.t.Context(), "pods", "-n", e.ns, "-l", "job-name="+job, "-o",
+		"jsonpath={range .items[*]}{.spec.nodeName} {end}"))
+	slices.Sort(hosts)
+	return hosts
+}
+
+// assignedHosts returns the hosts of the topology assignment of job's
+// Workload, sorted, each as many times as its count.
+func (e *env) assignedHosts(ctx context.Context, job string) []string {
+	out := get(ctx, "workload", e.workload(ctx, job), "-n", e.ns, "-o",
+		"jsonpath={.status.admission.podSetAssignments[0].topologyAssignment}")
+	var ta struct {
+		Domains []struct {
+			Values []string
+			Count  int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &ta); err != nil {
+		e.t.Fatalf("topology assignment %q: %v", out, err)
+	}
+	var hosts []string
+	for _, d := range ta.Domains {
+		for range d.Count {
+			hosts = append(hosts, d.Values[len(d.Values)-1])
+		}
+	}
+	slices.Sort(hosts)
+	return hosts
 }
 
 // TestTopologyDefragmentation fragments the fabric with a low-priority

@@ -84,6 +84,13 @@ const (
 	// +berth:setBy=Berth
 	PodSetSizeAnnotation = "berth.dev/podset-size"
 
+	// PodSetTopologyAssignmentAnnotation is set on the pods of an
+	// admitted podset that was placed on a Topology: its admission's
+	// topologyAssignment as JSON, so that berth-scheduler puts each
+	// domain's count of pods in that domain and no more.
+	// +berth:setBy=Berth
+	PodSetTopologyAssignmentAnnotation = "berth.dev/podset-topology-assignment"
+
 	// PodGroupNameLabel puts a queued pod in a pod group: the pods that
 	// share it in a namespace are one Workload, admitted together. Berth
 	// sets it on the pods of a StatefulSet (its name) and of a
@@ -146,7 +153,7 @@ const (
 // them.
 var (
 	OwnedLabels      = []string{ManagedLabel, WorkloadLabel, PodSetLabel, ElasticLabel}
-	OwnedAnnotations = []string{PodSetSizeAnnotation, PodGroupRoleAnnotation}
+	OwnedAnnotations = []string{PodSetSizeAnnotation, PodSetTopologyAssignmentAnnotation, PodGroupRoleAnnotation}
 )
 
 // Condition types of a ClusterQueue and a LocalQueue.

@@ -282,7 +282,7 @@ func (p *Pod) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
 // leader's labels.
 var (
 	admissionLabels      = []string{berthv1alpha1.WorkloadLabel, berthv1alpha1.ManagedLabel, berthv1alpha1.PodSetLabel}
-	admissionAnnotations = []string{berthv1alpha1.PodSetSizeAnnotation}
+	admissionAnnotations = []string{berthv1alpha1.PodSetSizeAnnotation, berthv1alpha1.PodSetTopologyAssignmentAnnotation}
 )
 
 func admissionOnly(m map[string]string, keys []string) map[string]string {

@@ -282,10 +282,13 @@ func TestOwnedKeysChanged(t *testing.T) {
 		change func(*corev1.Pod)
 		want   string
 	}{
-		"removing berth.dev/managed":          {func(p *corev1.Pod) { delete(p.Labels, berthv1alpha1.ManagedLabel) }, "metadata.labels[berth.dev/managed]"},
-		"another workload":                    {func(p *corev1.Pod) { p.Labels[berthv1alpha1.WorkloadLabel] = "other" }, "metadata.labels[berth.dev/workload]"},
-		"another podset":                      {func(p *corev1.Pod) { p.Labels[berthv1alpha1.PodSetLabel] = "workers" }, "metadata.labels[berth.dev/podset]"},
-		"another gang size":                   {func(p *corev1.Pod) { p.Annotations[berthv1alpha1.PodSetSizeAnnotation] = "1" }, "metadata.annotations[berth.dev/podset-size]"},
+		"removing berth.dev/managed": {func(p *corev1.Pod) { delete(p.Labels, berthv1alpha1.ManagedLabel) }, "metadata.labels[berth.dev/managed]"},
+		"another workload":           {func(p *corev1.Pod) { p.Labels[berthv1alpha1.WorkloadLabel] = "other" }, "metadata.labels[berth.dev/workload]"},
+		"another podset":             {func(p *corev1.Pod) { p.Labels[berthv1alpha1.PodSetLabel] = "workers" }, "metadata.labels[berth.dev/podset]"},
+		"another gang size":          {func(p *corev1.Pod) { p.Annotations[berthv1alpha1.PodSetSizeAnnotation] = "1" }, "metadata.annotations[berth.dev/podset-size]"},
+		"another topology assignment": {func(p *corev1.Pod) {
+			p.Annotations[berthv1alpha1.PodSetTopologyAssignmentAnnotation] = `{"levels":["rack"],"domains":[]}`
+		}, "metadata.annotations[berth.dev/podset-topology-assignment]"},
 		"another role in its group":           {func(p *corev1.Pod) { p.Annotations[berthv1alpha1.PodGroupRoleAnnotation] = "ef01" }, "metadata.annotations[berth.dev/pod-group-role]"},
 		"a label of the owner's":              {func(p *corev1.Pod) { p.Labels["team"] = "a" }, ""},
 		"the queue label (checked elsewhere)": {func(p *corev1.Pod) { p.Labels[berthv1alpha1.QueueNameLabel] = "other" }, ""},

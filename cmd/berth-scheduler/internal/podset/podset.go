@@ -6,9 +6,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The label keys are copied from apis/berth/v1alpha1 (WorkloadLabel and
-// PodSetLabel), which is their source of truth. They are repeated here so
-// that this module does not require the controller's module.
+// The label and annotation keys are copied from apis/berth/v1alpha1
+// (WorkloadLabel, PodSetLabel and the annotations named below), which is
+// their source of truth. They are repeated here so that this module does not
+// require the controller's module.
 const (
 	// WorkloadLabel is set on the pods of an admitted job to the name of
 	// its Workload.
@@ -19,6 +20,10 @@ const (
 	// SizeAnnotation is set on the pods of an admitted job to the number of
 	// pods admitted for their podset (PodSetSizeAnnotation).
 	SizeAnnotation = "berth.dev/podset-size"
+	// TopologyAssignmentAnnotation is set on the pods of a podset admitted
+	// on a Topology to its topologyAssignment as JSON
+	// (PodSetTopologyAssignmentAnnotation).
+	TopologyAssignmentAnnotation = "berth.dev/podset-topology-assignment"
 )
 
 // Key names the gang a pod belongs to: the pods of one podset of one
