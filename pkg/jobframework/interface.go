@@ -76,6 +76,12 @@ type PodSetInfo struct {
 	NodeSelector map[string]string
 	// Tolerations are the template's tolerations.
 	Tolerations []corev1.Toleration
+	// Affinity is the template's affinity.
+	Affinity *corev1.Affinity
+	// NodeRequirements are what admission adds to the required node
+	// affinity's terms (already in Affinity), for integrations that narrow
+	// the affinity of pods or templates of their own (NarrowAffinity).
+	NodeRequirements []corev1.NodeSelectorRequirement
 	// Labels are the template's labels.
 	Labels map[string]string
 	// Annotations are the template's annotations.

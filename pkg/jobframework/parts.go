@@ -94,6 +94,7 @@ func (k carrier) carryAdmission(ctx context.Context, c client.Reader, part Gener
 		t.Annotations = MergeMaps(t.Annotations, info.Annotations)
 		t.Spec.NodeSelector = MergeMaps(t.Spec.NodeSelector, info.NodeSelector)
 		t.Spec.Tolerations = AppendMissingTolerations(t.Spec.Tolerations, info.Tolerations)
+		t.Spec.Affinity = NarrowAffinity(t.Spec.Affinity, info.NodeRequirements)
 	}
 	return nil
 }

@@ -66,7 +66,10 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 			if info.NodeSelector == nil {
 				info.NodeSelector = map[string]string{}
 			}
-			maps.Copy(info.NodeSelector, TopologySelector(ta))
+			selector, reqs := TopologyConstraints(ta)
+			maps.Copy(info.NodeSelector, selector)
+			info.NodeRequirements = reqs
+			info.Affinity = NarrowAffinity(info.Affinity, reqs)
 			encoded, err := json.Marshal(ta)
 			if err != nil {
 				return nil, fmt.Errorf("encoding the topology assignment of podset %s: %w", ps.Name, err)
@@ -134,6 +137,7 @@ func originalInfo(ps *berthv1alpha1.PodSet) PodSetInfo {
 		Count:        ps.Count,
 		NodeSelector: ps.Template.Spec.NodeSelector,
 		Tolerations:  ps.Template.Spec.Tolerations,
+		Affinity:     ps.Template.Spec.Affinity,
 		Labels:       ps.Template.Labels,
 		Annotations:  ps.Template.Annotations,
 	}
@@ -171,41 +175,87 @@ func AppendMissingTolerations(have, add []corev1.Toleration) []corev1.Toleration
 }
 
 // ApplyToTemplate sets a pod template's node selector, tolerations,
-// labels and annotations to info's. Frameworks call it from
+// affinity, labels and annotations to info's. Frameworks call it from
 // RunWithPodSetsInfo and RestorePodSetsInfo; it reports whether the
 // template changed.
 func ApplyToTemplate(t *corev1.PodTemplateSpec, info PodSetInfo) bool {
 	changed := !maps.Equal(t.Spec.NodeSelector, info.NodeSelector) ||
 		!equality.Semantic.DeepEqual(t.Spec.Tolerations, info.Tolerations) ||
+		!equality.Semantic.DeepEqual(t.Spec.Affinity, info.Affinity) ||
 		!maps.Equal(t.Labels, info.Labels) || !maps.Equal(t.Annotations, info.Annotations)
 	t.Spec.NodeSelector = maps.Clone(info.NodeSelector)
 	t.Spec.Tolerations = slices.Clone(info.Tolerations)
+	t.Spec.Affinity = info.Affinity.DeepCopy()
 	t.Labels = maps.Clone(info.Labels)
 	t.Annotations = maps.Clone(info.Annotations)
 	return changed
 }
 
-// TopologySelector confines a podset's pods to the narrowest domain that
-// holds all the domains of its topology assignment: the values the
-// domains share, level by level from the widest. A gang admitted to one
-// rack gets its block and rack; one admitted to one host, the host too.
-// Both berth-scheduler and a stock kube-scheduler honour it.
-func TopologySelector(ta *berthv1alpha1.TopologyAssignment) map[string]string {
-	out := map[string]string{}
+// TopologyConstraints keep a podset's pods in the domains of its topology
+// assignment, for any scheduler. The selector holds the values all the
+// domains share, level by level from the widest: a gang admitted to one
+// rack gets its block and rack, one admitted to one host the host too.
+// From the first level where the domains differ, each level narrower
+// takes a requirement that its label be one of the domains' values: a gang
+// spread over two racks is kept in those two racks, one spread over hosts
+// on those hosts. How many pods go to each domain is berth-scheduler's to
+// keep (its BerthTopology plugin).
+func TopologyConstraints(ta *berthv1alpha1.TopologyAssignment) (map[string]string, []corev1.NodeSelectorRequirement) {
+	selector := map[string]string{}
+	var reqs []corev1.NodeSelectorRequirement
 	if len(ta.Domains) == 0 {
-		return out
+		return selector, nil
 	}
 	for i, level := range ta.Levels {
-		v := valueAt(ta.Domains[0].Values, i)
-		for _, d := range ta.Domains[1:] {
-			if valueAt(d.Values, i) != v {
-				return out
+		values := map[string]bool{}
+		for _, d := range ta.Domains {
+			values[valueAt(d.Values, i)] = true
+		}
+		if values[""] {
+			break
+		}
+		if len(values) == 1 && len(reqs) == 0 {
+			selector[level] = valueAt(ta.Domains[0].Values, i)
+			continue
+		}
+		reqs = append(reqs, corev1.NodeSelectorRequirement{
+			Key: level, Operator: corev1.NodeSelectorOpIn, Values: slices.Sorted(maps.Keys(values)),
+		})
+	}
+	return selector, reqs
+}
+
+// NarrowAffinity returns a copy of a whose required node affinity also
+// asks for reqs: they are added to each of its terms (a node must match one
+// term), or make its only term when it has none. A term that has a
+// requirement already is not given it twice. With no reqs it returns a.
+func NarrowAffinity(a *corev1.Affinity, reqs []corev1.NodeSelectorRequirement) *corev1.Affinity {
+	if len(reqs) == 0 {
+		return a
+	}
+	out := a.DeepCopy()
+	if out == nil {
+		out = &corev1.Affinity{}
+	}
+	if out.NodeAffinity == nil {
+		out.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	if out.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		out.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	required := out.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(required.NodeSelectorTerms) == 0 {
+		required.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
+	}
+	for i := range required.NodeSelectorTerms {
+		term := &required.NodeSelectorTerms[i]
+		for _, r := range reqs {
+			if !slices.ContainsFunc(term.MatchExpressions, func(have corev1.NodeSelectorRequirement) bool {
+				return equality.Semantic.DeepEqual(have, r)
+			}) {
+				term.MatchExpressions = append(term.MatchExpressions, r)
 			}
 		}
-		if v == "" {
-			return out
-		}
-		out[level] = v
 	}
 	return out
 }

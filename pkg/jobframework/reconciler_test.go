@@ -411,6 +411,7 @@ func TestAdmittedInfos(t *testing.T) {
 	h100.Spec.Tolerations = []corev1.Toleration{gpuTaint, own}
 	cpu := utiltesting.MakeResourceFlavor("cpu")
 	cpu.Spec.NodeLabels = map[string]string{"node.berth.dev/pool": "cpu"}
+	racks := corev1.NodeSelectorRequirement{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r0", "r1"}}
 
 	cases := map[string]struct {
 		podSet    *berthv1alpha1.PodSet
@@ -457,8 +458,14 @@ func TestAdmittedInfos(t *testing.T) {
 			}(),
 			want: PodSetInfo{
 				Name: "main", Count: 3,
-				NodeSelector: map[string]string{"node.berth.dev/pool": "cpu", "block": "b0"},
-				Labels:       map[string]string{berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main", berthv1alpha1.ManagedLabel: "true"},
+				NodeSelector:     map[string]string{"node.berth.dev/pool": "cpu", "block": "b0"},
+				NodeRequirements: []corev1.NodeSelectorRequirement{racks},
+				Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{racks}}},
+					},
+				}},
+				Labels: map[string]string{berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main", berthv1alpha1.ManagedLabel: "true"},
 				Annotations: map[string]string{
 					berthv1alpha1.PodSetSizeAnnotation: "3",
 					berthv1alpha1.PodSetTopologyAssignmentAnnotation: `{"levels":["block","rack"],"domains":[` +

@@ -110,8 +110,15 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	if r, b := racks("two-racks", 6); len(r) != 2 || len(b) != 1 {
 		t.Errorf("the gang of 6 that prefers a rack runs in racks %v of blocks %v, want two racks of one block", r, b)
 	}
-	// The node selector keeps it only in its block; berth-scheduler's
-	// BerthTopology puts each pod on a host of its admission.
+	// The node selector keeps it in its block, and the node affinity
+	// Berth adds in its two racks and on its admission's hosts, for any
+	// scheduler; berth-scheduler's BerthTopology puts each host's count
+	// there.
+	affinity := get(t.Context(), "job", "two-racks", "-n", e.ns, "-o",
+		"jsonpath={.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[*].key}")
+	if affinity != "cloud.berth.dev/rack kubernetes.io/hostname" {
+		t.Errorf("the spread job's required node affinity is on %q, want its racks and hosts", affinity)
+	}
 	if hosts, assigned := e.hostsOf("two-racks"), e.assignedHosts(t.Context(), "two-racks"); !slices.Equal(hosts, assigned) {
 		t.Errorf("the gang of 6 runs on hosts %v, want those of its admission, %v", hosts, assigned)
 	}

@@ -269,6 +269,7 @@ func (p *Pod) RunWithPodSetsInfo(infos []jobframework.PodSetInfo) error {
 	}
 	p.Spec.NodeSelector = jobframework.MergeMaps(p.Spec.NodeSelector, info.NodeSelector)
 	p.Spec.Tolerations = jobframework.AppendMissingTolerations(p.Spec.Tolerations, info.Tolerations)
+	p.Spec.Affinity = jobframework.NarrowAffinity(p.Spec.Affinity, info.NodeRequirements)
 	p.Labels = jobframework.MergeMaps(p.Labels, admissionOnly(info.Labels, admissionLabels))
 	p.Annotations = jobframework.MergeMaps(p.Annotations, admissionOnly(info.Annotations, admissionAnnotations))
 	p.Labels = jobframework.MergeMaps(p.Labels, info.CheckLabels)
