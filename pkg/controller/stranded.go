@@ -26,16 +26,7 @@ type strandedSampler struct {
 
 // Start samples until ctx ends.
 func (s *strandedSampler) Start(ctx context.Context) error {
-	t := time.NewTicker(s.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			s.sample()
-		}
-	}
+	return sampleEvery(ctx, s.interval, func(time.Time) { s.sample() })
 }
 
 // strandedKey is a flavor and a level of its Topology.

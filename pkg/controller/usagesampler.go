@@ -23,14 +23,20 @@ type usageSampler struct {
 
 // Start samples until ctx ends.
 func (s *usageSampler) Start(ctx context.Context) error {
-	t := time.NewTicker(s.interval)
+	return sampleEvery(ctx, s.interval, s.sample)
+}
+
+// sampleEvery calls sample with the time of each tick, every interval,
+// until ctx ends; it returns nil then, as a manager's runnable does.
+func sampleEvery(ctx context.Context, interval time.Duration, sample func(now time.Time)) error {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
-			s.sample(now)
+			sample(now)
 		}
 	}
 }

@@ -73,13 +73,20 @@ func (e *env) job(name, queue, priorityClass string, pods, gpus int, duration st
 
 // jobManifest is the YAML of the Job that job submits.
 func jobManifest(ns, name, queue, priorityClass string, pods, gpus int, duration string) string {
-	labels := "berth.dev/queue-name: " + queue
-	if priorityClass != "" {
-		labels += ", berth.dev/priority-class: " + priorityClass
-	}
 	annotations := "{}"
 	if duration != "" {
 		annotations = fmt.Sprintf("{pod-complete.stage.kwok.x-k8s.io/delay: %q}", duration)
+	}
+	return jobOf(ns, name, queue, priorityClass, pods, gpus, annotations, "{}")
+}
+
+// jobOf is the YAML of a Job of pods pods with gpus GPUs each, in queue
+// and priority class class ("" for none), with the pod template's
+// annotations and node selector (YAML maps).
+func jobOf(ns, name, queue, class string, pods, gpus int, annotations, nodeSelector string) string {
+	labels := "berth.dev/queue-name: " + queue
+	if class != "" {
+		labels += ", berth.dev/priority-class: " + class
 	}
 	return fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
@@ -91,13 +98,14 @@ spec:
     metadata: {annotations: %s}
     spec:
       restartPolicy: Never
+      nodeSelector: %s
       containers:
       - name: main
         image: registry.example/e2e:latest
         resources:
           requests: {cpu: "1", nvidia.com/gpu: "%d"}
           limits: {nvidia.com/gpu: "%d"}
-`, name, ns, labels, pods, pods, annotations, gpus, gpus)
+`, name, ns, labels, pods, pods, annotations, nodeSelector, gpus, gpus)
 }
 
 // workload is the name of a job's Workload, "" until it exists.

@@ -18,31 +18,11 @@ func gangManifest(ns, name string, pods int, key, level string) string {
 	return gangOf(ns, name, "", pods, fmt.Sprintf("{%s: %s}", key, level), "{}")
 }
 
-// gangOf is a Job of pods pods of 8 GPUs in priority class class ("" for
-// none), with the pod template's annotations and node selector.
+// gangOf is a Job of pods pods of 8 GPUs in queue main and priority
+// class class ("" for none), with the pod template's annotations and node
+// selector.
 func gangOf(ns, name, class string, pods int, annotations, nodeSelector string) string {
-	labels := "berth.dev/queue-name: main"
-	if class != "" {
-		labels += ", berth.dev/priority-class: " + class
-	}
-	return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: %s, namespace: %s, labels: {%s}}
-spec:
-  parallelism: %d
-  completions: %d
-  template:
-    metadata: {annotations: %s}
-    spec:
-      restartPolicy: Never
-      nodeSelector: %s
-      containers:
-      - name: main
-        image: registry.example/e2e:latest
-        resources:
-          requests: {cpu: "1", nvidia.com/gpu: "8"}
-          limits: {nvidia.com/gpu: "8"}
-`, name, ns, labels, pods, pods, annotations, nodeSelector)
+	return jobOf(ns, name, "main", class, pods, 8, annotations, nodeSelector)
 }
 
 // TestTopologyKeepsGangsInRacks runs gangs on the local cluster's fabric

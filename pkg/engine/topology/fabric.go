@@ -215,13 +215,7 @@ func (f *Fabric) take(i int, v []int64, n int64) {
 // is consumed. Domains no longer in the fabric are skipped.
 func (f *Fabric) Take(a *Assignment, perPod resources.Requests, bound map[string]int32) {
 	v, _ := f.vector(perPod)
-	var leaves []int
-	for _, d := range a.Domains {
-		dom := f.find(d.Values)
-		if dom == nil {
-			continue
-		}
-		leaves = f.leaves(dom, leaves[:0])
+	f.eachDomain(a, func(d Domain, leaves []int) {
 		left := int64(d.Count)
 		for _, i := range leaves {
 			if b := min(int64(bound[f.nodes[i].Name]), left); b > 0 {
@@ -241,13 +235,26 @@ func (f *Fabric) Take(a *Assignment, perPod resources.Requests, bound map[string
 			f.take(i, v, n)
 			left -= n
 		}
-	}
+	})
 }
 
 // Release gives back to the nodes of an assignment what its pods take:
 // the pods of a workload a preemption would remove, bound or not.
 func (f *Fabric) Release(a *Assignment, perPod resources.Requests) {
 	v, _ := f.vector(perPod)
+	f.eachDomain(a, func(d Domain, leaves []int) {
+		// A domain of one node is exact; of several (the last level is
+		// not the host name), the first takes it back.
+		row := f.free[leaves[0]*len(f.names) : (leaves[0]+1)*len(f.names)]
+		for k, q := range v {
+			row[k] = resources.Add(row[k], resources.Mul(q, int64(d.Count)))
+		}
+	})
+}
+
+// eachDomain calls fn with each domain of a that the fabric still has and
+// the nodes under it; the slice of nodes is reused between calls.
+func (f *Fabric) eachDomain(a *Assignment, fn func(d Domain, leaves []int)) {
 	var leaves []int
 	for _, d := range a.Domains {
 		dom := f.find(d.Values)
@@ -255,12 +262,7 @@ func (f *Fabric) Release(a *Assignment, perPod resources.Requests) {
 			continue
 		}
 		leaves = f.leaves(dom, leaves[:0])
-		// A domain of one node is exact; of several (the last level is
-		// not the host name), the first takes it back.
-		row := f.free[leaves[0]*len(f.names) : (leaves[0]+1)*len(f.names)]
-		for k, q := range v {
-			row[k] = resources.Add(row[k], resources.Mul(q, int64(d.Count)))
-		}
+		fn(d, leaves)
 	}
 }
 
