@@ -30,8 +30,10 @@ func gangOf(ns, name, class string, pods int, annotations, nodeSelector string) 
 // Topology and flavor, through berth-scheduler, and reads where they ran
 // from the pods on the nodes: a required-rack gang of 4 x 8 GPUs runs in
 // one rack; a gang of 6 that prefers a rack runs in two racks of one
-// block; a gang of 5 that requires a rack, which the quota allows but no
-// rack holds, waits and says so in numbers.
+// block, each pod on a host its admission names; a gang of 5 that
+// requires a rack, which the quota allows but no rack holds, waits and
+// says so in numbers; a gang of 8 in slices of 4 that require a rack runs
+// in two whole racks of one block.
 func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	e := newEnv(t)
 	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
@@ -139,6 +141,23 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	placed := verdict.Topology["main"]
 	if !verdict.Admitted || strings.Count(placed, ": 1") != 4 || strings.Contains(placed, "/"+oneRack[0]+"/") {
 		t.Errorf("what-if says %+v, want a whole rack other than %s", verdict, oneRack[0])
+	}
+
+	// A gang of 8 in one block, in slices of 4 that each require a rack:
+	// two whole racks of one block, 4 pods in each.
+	apply(t, gangOf(e.ns, "slices", "", 8, `{berth.dev/podset-required-topology: cloud.berth.dev/block, `+
+		`berth.dev/podset-slice-required-topology: cloud.berth.dev/rack, berth.dev/podset-slice-size: "4"}`, "{}"))
+	if r, b := racks("slices", 8); len(r) != 2 || len(b) != 1 {
+		t.Errorf("the gang in slices of a rack runs in racks %v of blocks %v, want two racks of one block", r, b)
+	}
+	perRack := map[string]int{}
+	for _, h := range e.hostsOf("slices") {
+		perRack[rackOf[h]]++
+	}
+	for rack, n := range perRack {
+		if n != 4 {
+			t.Errorf("the gang in slices of 4 has %d pods in rack %s: %v", n, rack, perRack)
+		}
 	}
 }
 

@@ -139,6 +139,12 @@ func TestScheduleOnTopology(t *testing.T) {
 			wantPending: map[string]string{"ns/b": "Pending: The workload does not fit: podset main: flavor h100: " +
 				"needs 1 pod (nvidia.com/gpu: 8 each pod) in one cloud.berth.dev/rack: the best, b0/r0, has room for 0; 1 other for 0"},
 		},
+		"partial admission takes the most pods a rack holds": {
+			used: map[string]int64{"r0-h0": 8, "r1-h0": 8, "r1-h1": 8},
+			pending: []*berthv1alpha1.Workload{mkWL("a", "ns").Queue("q").PodSets(*utiltesting.MakePodSet("main", 6).
+				Request("nvidia.com/gpu", "8").MinCount(2).Annotation(berthv1alpha1.PodSetRequiredTopologyAnnotation, rackLabel).Obj()).Obj()},
+			wantAdmitted: map[string]string{"ns/a": "r0-h1:1 r0-h2:1 r0-h3:1"},
+		},
 		"a level the topology does not have": {
 			pending: []*berthv1alpha1.Workload{gang("a", 1, berthv1alpha1.PodSetRequiredTopologyAnnotation, "cloud.berth.dev/row")},
 			wantPending: map[string]string{"ns/a": "Pending: The workload does not fit: podset main: flavor h100: " +
