@@ -242,7 +242,7 @@ func (r *JobReconciler) syncElastic(ctx context.Context, job GenericJob, wl *ber
 	}
 	admitted := workload.AdmittedCounts(wl)
 	tally := tallyPods(pods.Items)
-	if wrote, err := r.ungate(ctx, admitted, tally); err != nil || wrote {
+	if wrote, err := r.ungate(ctx, wl, admitted, tally); err != nil || wrote {
 		return ctrl.Result{}, err
 	}
 	if wrote, err := r.syncSlice(ctx, job, wl, podSets, admitted); err != nil || wrote {
@@ -261,14 +261,30 @@ func (r *JobReconciler) syncElastic(ctx context.Context, job GenericJob, wl *ber
 }
 
 // ungate lets run the gated pods of each podset that its admission covers
-// beside the pods that run, oldest first. It reports whether it wrote.
-func (r *JobReconciler) ungate(ctx context.Context, admitted map[string]int32, tally map[string]*podTally) (bool, error) {
+// beside the pods that run, oldest first. A podset placed on a Topology
+// has its pods carry the admission's topology assignment as it is now,
+// grown by the slices admitted since the job's template was made. It
+// reports whether it wrote.
+func (r *JobReconciler) ungate(ctx context.Context, wl *berthv1alpha1.Workload, admitted map[string]int32, tally map[string]*podTally) (bool, error) {
+	placed := map[string]string{}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		if psa.TopologyAssignment != nil {
+			encoded, err := json.Marshal(psa.TopologyAssignment)
+			if err != nil {
+				return false, err
+			}
+			placed[psa.Name] = string(encoded)
+		}
+	}
 	wrote := false
 	for name, t := range tally {
 		free := int(admitted[name] - t.running)
 		for _, p := range t.gated[:max(0, min(free, len(t.gated)))] {
 			patched := p.DeepCopy()
 			patched.Spec.SchedulingGates = slices.DeleteFunc(patched.Spec.SchedulingGates, isElasticGate)
+			if ta, ok := placed[name]; ok {
+				patched.Annotations = MergeMaps(patched.Annotations, map[string]string{berthv1alpha1.PodSetTopologyAssignmentAnnotation: ta})
+			}
 			// The optimistic lock keeps a stale cache from letting a pod
 			// run twice over: the pods are taken in a fixed order, and a
 			// pod let run a moment ago conflicts.
@@ -299,12 +315,22 @@ func newSlice(wl *berthv1alpha1.Workload, podSets []berthv1alpha1.PodSet, admitt
 		if j < 0 || podSets[j].Count <= admitted[ps.Name] {
 			continue
 		}
-		sets = append(sets, berthv1alpha1.PodSet{Name: ps.Name, Count: podSets[j].Count - admitted[ps.Name], Template: *ps.Template.DeepCopy()})
+		slice := berthv1alpha1.PodSet{Name: ps.Name, Count: podSets[j].Count - admitted[ps.Name], Template: *ps.Template.DeepCopy()}
 		for _, psa := range wl.Status.Admission.PodSetAssignments {
-			if psa.Name == ps.Name {
-				flavors[ps.Name] = psa.Flavors
+			if psa.Name != ps.Name {
+				continue
+			}
+			flavors[ps.Name] = psa.Flavors
+			if psa.TopologyAssignment != nil {
+				// The added pods come from the job's template, which
+				// admission confined to the job's domains: the slice is
+				// placed where they may go.
+				live := &podSets[j].Template.Spec
+				slice.Template.Spec.NodeSelector = maps.Clone(live.NodeSelector)
+				slice.Template.Spec.Affinity = live.Affinity.DeepCopy()
 			}
 		}
+		sets = append(sets, slice)
 	}
 	if len(sets) == 0 {
 		return nil

@@ -177,3 +177,32 @@ func TestElasticPodChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestNewSliceOnATopology: the slice of a podset placed on a Topology is
+// placed where the job's template lets its added pods go, not where the
+// Workload's original template would; one that is not keeps the original.
+func TestNewSliceOnATopology(t *testing.T) {
+	wl := utiltesting.MakeWorkload("job", "ns").Request(2, "nvidia.com/gpu", "8").AdmittedIn("cq", "h100").Obj()
+	live := []berthv1alpha1.PodSet{*wl.Spec.PodSets[0].DeepCopy()}
+	live[0].Count = 4
+	live[0].Template.Spec.NodeSelector = map[string]string{"block": "b0"}
+	live[0].Template.Spec.Affinity = NarrowAffinity(nil, []corev1.NodeSelectorRequirement{
+		{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r0", "r1"}},
+	})
+	if s := newSlice(wl, live, map[string]int32{"main": 2}); s.Spec.PodSets[0].Template.Spec.NodeSelector != nil ||
+		s.Spec.PodSets[0].Template.Spec.Affinity != nil {
+		t.Errorf("a slice off a Topology took the job's template's constraints: %+v", s.Spec.PodSets[0].Template.Spec)
+	}
+	wl.Status.Admission.PodSetAssignments[0].TopologyAssignment = &berthv1alpha1.TopologyAssignment{
+		Levels:  []string{"block", "rack"},
+		Domains: []berthv1alpha1.TopologyDomainAssignment{{Values: []string{"b0", "r0"}, Count: 1}, {Values: []string{"b0", "r1"}, Count: 1}},
+	}
+	s := newSlice(wl, live, map[string]int32{"main": 2})
+	spec := s.Spec.PodSets[0].Template.Spec
+	if diff := cmp.Diff(live[0].Template.Spec.NodeSelector, spec.NodeSelector); diff != "" {
+		t.Errorf("slice's node selector (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(live[0].Template.Spec.Affinity, spec.Affinity); diff != "" {
+		t.Errorf("slice's affinity (-want +got):\n%s", diff)
+	}
+}

@@ -68,8 +68,13 @@ func admittedInfos(ctx context.Context, c client.Reader, wl *berthv1alpha1.Workl
 			}
 			selector, reqs := TopologyConstraints(ta)
 			maps.Copy(info.NodeSelector, selector)
-			info.NodeRequirements = reqs
-			info.Affinity = NarrowAffinity(info.Affinity, reqs)
+			// An elastic podset grows where its template lets the pods
+			// it adds go: in the narrowest domain that holds its
+			// admission, not on those nodes alone.
+			if ps.Template.Labels[berthv1alpha1.ElasticLabel] != "true" {
+				info.NodeRequirements = reqs
+				info.Affinity = NarrowAffinity(info.Affinity, reqs)
+			}
 			encoded, err := json.Marshal(ta)
 			if err != nil {
 				return nil, fmt.Errorf("encoding the topology assignment of podset %s: %w", ps.Name, err)

@@ -473,6 +473,34 @@ func TestAdmittedInfos(t *testing.T) {
 				},
 			},
 		},
+		"an elastic podset is kept only in the block, where it grows": {
+			podSet: func() *berthv1alpha1.PodSet {
+				ps := utiltesting.MakePodSet("main", 3).Request("nvidia.com/gpu", "8").Obj()
+				ps.Template.Labels = map[string]string{berthv1alpha1.ElasticLabel: "true"}
+				return ps
+			}(),
+			admission: func() *berthv1alpha1.Admission {
+				adm := utiltesting.MakeAdmission("cq").Assign("main", 3,
+					map[corev1.ResourceName]string{"nvidia.com/gpu": "cpu"}, nil).Obj()
+				adm.PodSetAssignments[0].TopologyAssignment = &berthv1alpha1.TopologyAssignment{
+					Levels: []string{"block", "rack"},
+					Domains: []berthv1alpha1.TopologyDomainAssignment{
+						{Values: []string{"b0", "r0"}, Count: 2}, {Values: []string{"b0", "r1"}, Count: 1},
+					},
+				}
+				return adm
+			}(),
+			want: PodSetInfo{
+				Name: "main", Count: 3,
+				NodeSelector: map[string]string{"node.berth.dev/pool": "cpu", "block": "b0"},
+				Labels:       map[string]string{berthv1alpha1.ElasticLabel: "true", berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main", berthv1alpha1.ManagedLabel: "true"},
+				Annotations: map[string]string{
+					berthv1alpha1.PodSetSizeAnnotation: "3",
+					berthv1alpha1.PodSetTopologyAssignmentAnnotation: `{"levels":["block","rack"],"domains":[` +
+						`{"values":["b0","r0"],"count":2},{"values":["b0","r1"],"count":1}]}`,
+				},
+			},
+		},
 		"an admission without the podset": {
 			podSet:    utiltesting.MakePodSet("main", 1).Obj(),
 			admission: utiltesting.MakeAdmission("cq").Assign("other", 1, nil, nil).Obj(),

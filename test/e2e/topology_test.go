@@ -161,6 +161,63 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	}
 }
 
+// TestTopologyElasticJobGrowsInItsRack grows an elastic Job of 2 pods of
+// 8 GPUs that requires a rack to 4: the 2 pods it adds are queued as a
+// slice placed where the Job's template lets them go, its rack, and run
+// there beside the first 2, on the hosts the grown admission names.
+func TestTopologyElasticJobGrowsInItsRack(t *testing.T) {
+	e := newEnv(t)
+	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, string(sample))
+	e.localQueue("main", e.queue("fabric", "  schedulerName: berth-scheduler\n", gpuQuota{flavor: "h100-fabric", gpus: "256"}))
+	manifest := gangOf(e.ns, "grow", "", 2, "{berth.dev/podset-required-topology: cloud.berth.dev/rack}", "{}")
+	manifest = strings.Replace(manifest, "completions: 2", "completions: 100", 1)
+	manifest = strings.Replace(manifest, "metadata: {name: grow,", `metadata: {annotations: {berth.dev/elastic: "true"}, name: grow,`, 1)
+	apply(t, manifest)
+	rackOf := func(ctx context.Context, pods int) (string, error) {
+		hosts := e.hostsOf("grow")
+		out := get(ctx, "pods", "-n", e.ns, "-l", "job-name=grow", "-o", "jsonpath={range .items[*]}{.status.phase} {end}")
+		if len(hosts) != pods || strings.Count(out, "Running") != pods {
+			return "", fmt.Errorf("pods on %v: %s", hosts, out)
+		}
+		racks := map[string]bool{}
+		for _, h := range hosts {
+			racks[get(ctx, "node", h, "-o", `jsonpath={.metadata.labels.cloud\.berth\.dev/rack}`)] = true
+		}
+		if len(racks) != 1 {
+			return "", fmt.Errorf("pods on %v in racks %v, want one", hosts, racks)
+		}
+		for r := range racks {
+			return r, nil
+		}
+		return "", nil
+	}
+	var first string
+	eventually(t, "the elastic Job's 2 pods running in one rack", 120*time.Second, func(ctx context.Context) (err error) {
+		first, err = rackOf(ctx, 2)
+		return err
+	})
+	if _, err := kubectl(t.Context(), "", "patch", "job", "grow", "-n", e.ns, "--type=merge", "-p", `{"spec":{"parallelism":4}}`); err != nil {
+		t.Fatalf("raising the elastic Job's parallelism: %v", err)
+	}
+	eventually(t, "the elastic Job's 4 pods running in its rack, on the hosts of its grown admission", 120*time.Second, func(ctx context.Context) error {
+		rack, err := rackOf(ctx, 4)
+		if err != nil {
+			return err
+		}
+		if rack != first {
+			return fmt.Errorf("the Job grew into rack %s, not its own %s", rack, first)
+		}
+		if hosts, assigned := e.hostsOf("grow"), e.assignedHosts(ctx, "grow"); !slices.Equal(hosts, assigned) {
+			return fmt.Errorf("pods on %v, admission names %v", hosts, assigned)
+		}
+		return nil
+	})
+}
+
 // hostsOf returns the nodes the pods of job run on, sorted, one entry a pod.
 func (e *env) hostsOf(job string) []string {
 	hosts := strings.Fields(get(e.t.Context(), "pods", "-n", e.ns, "-l", "job-name="+job, "-o",

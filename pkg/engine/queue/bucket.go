@@ -92,6 +92,9 @@ func shapeOf(info *workload.Info) string {
 			// %v prints a map sorted by key.
 			fmt.Fprintf(&b, " sel=%v", ps.NodeSelector)
 		}
+		if ps.NodeAffinity != nil {
+			fmt.Fprintf(&b, " aff=%s", ps.NodeAffinity.String())
+		}
 		for _, t := range ps.Tolerations {
 			fmt.Fprintf(&b, " tol=%s/%s/%s/%s", t.Key, t.Operator, t.Value, t.Effect)
 			if t.TolerationSeconds != nil {

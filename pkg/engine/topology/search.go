@@ -5,7 +5,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
 	"github.com/berth-dev/berth/pkg/engine/resources"
@@ -32,6 +34,8 @@ type Request struct {
 	// tolerations: a node they do not match or tolerate takes no pod.
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
+	// NodeAffinity is the pods' required node affinity; nil for none.
+	NodeAffinity *corev1.NodeSelector
 	// Within, when set, are the values of a domain whose nodes alone may
 	// take the pods: the domain a preemption would free.
 	Within []string
@@ -65,9 +69,19 @@ type search struct {
 	// without slices.
 	sliceDepth int
 	sliceSize  int64
+	// affinity matches the request's required node affinity; nil for none.
+	affinity *nodeaffinity.LazyErrorNodeSelector
 	// units is each domain's room by id: slices at and above sliceDepth,
 	// pods below; pods is its room in pods.
 	pods, units []int64
+}
+
+func newSearch(f *Fabric, req *Request) *search {
+	s := &search{f: f, req: req, sliceDepth: len(f.levels) + 1, sliceSize: 1}
+	if req.NodeAffinity != nil {
+		s.affinity = nodeaffinity.NewLazyErrorNodeSelector(req.NodeAffinity)
+	}
+	return s
 }
 
 // Find looks for the nodes that take the request's pods, choosing the
@@ -77,7 +91,7 @@ type search struct {
 // one with the least room that holds it; the fabric's order breaks ties.
 // It returns why none fits otherwise.
 func (f *Fabric) Find(req Request) (*Assignment, *Miss) {
-	s := &search{f: f, req: &req, sliceDepth: len(f.levels) + 1, sliceSize: 1}
+	s := newSearch(f, &req)
 	top := req.Level + 1
 	if req.SliceSize > 1 {
 		s.sliceSize = int64(req.SliceSize)
@@ -142,6 +156,13 @@ func (s *search) fits(i int) int64 {
 	n := &s.f.nodes[i]
 	for k, v := range s.req.NodeSelector {
 		if n.Labels[k] != v {
+			return 0
+		}
+	}
+	if s.affinity != nil {
+		// A term that cannot be parsed matches no node, as in the
+		// scheduler; the pods' own validation has refused it before.
+		if ok, _ := s.affinity.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}); !ok {
 			return 0
 		}
 	}
@@ -253,7 +274,7 @@ func (f *Fabric) Stranded(req Request) resources.Requests {
 	if req.Level < 0 || req.Count <= 0 {
 		return out
 	}
-	s := &search{f: f, req: &req, sliceDepth: len(f.levels) + 1, sliceSize: 1}
+	s := newSearch(f, &req)
 	v, any := f.vector(req.PerPod)
 	if !any {
 		return out

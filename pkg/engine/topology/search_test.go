@@ -124,6 +124,15 @@ func TestFind(t *testing.T) {
 			req:    Request{PerPod: gpus(8), Count: 1, Level: 1, Required: true, NodeSelector: map[string]string{host: "b0-r1-h1"}},
 			want:   "b0-r1-h1:1",
 		},
+		"the pods' required node affinity leaves other nodes out": {
+			fabric: fabric(1, 2, 2, nil),
+			req: Request{PerPod: gpus(8), Count: 2, Level: 0, NodeAffinity: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: host, Operator: corev1.NodeSelectorOpIn, Values: []string{"b0-r0-h1", "b0-r1-h0"}},
+				}}},
+			}},
+			want: "b0-r0-h1:1 b0-r1-h0:1",
+		},
 		"slices of two pods each in one host, in the rack with the fewest slices that hold them": {
 			fabric: fabric(1, 2, 3, map[string]int64{"b0-r0-h0": 3, "b0-r0-h1": 3, "b0-r0-h2": 3, "b0-r1-h0": 4, "b0-r1-h1": 2}),
 			req:    Request{PerPod: gpus(1), Count: 6, Level: 1, Required: true, SliceLevel: 2, SliceSize: 2},

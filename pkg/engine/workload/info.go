@@ -28,6 +28,9 @@ type PodSetInfo struct {
 	Tolerations []corev1.Toleration
 	// NodeSelector is the pod template's node selector.
 	NodeSelector map[string]string
+	// NodeAffinity is the pod template's required node affinity; nil
+	// when it has none.
+	NodeAffinity *corev1.NodeSelector
 	// Topology is how the podset asks to be placed in a flavor's
 	// topology; TopologyError says why its annotations cannot be honoured.
 	Topology      TopologyRequest
@@ -128,6 +131,9 @@ func newPodSetInfo(ps *berthv1alpha1.PodSet) PodSetInfo {
 		PerPod:       PodRequests(spec),
 		Tolerations:  spec.Tolerations,
 		NodeSelector: spec.NodeSelector,
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		info.NodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
 	if len(ps.Template.Annotations) > 0 {
 		info.Topology, info.TopologyError = PodSetTopologyRequest(ps)

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -57,6 +58,7 @@ func Grow(slice *berthv1alpha1.Admission) Change {
 					have := resources.Value(name, psa.ResourceUsage[name])
 					psa.ResourceUsage[name] = resources.Quantity(name, resources.Add(have, resources.Value(name, q)))
 				}
+				psa.TopologyAssignment = addDomains(psa.TopologyAssignment, add.TopologyAssignment)
 			}
 		}
 		wl.Status.Admission = grown
@@ -115,6 +117,7 @@ func Shrink(counts map[string]int32) Change {
 				per := resources.Value(name, q) / int64(old)
 				p.ResourceUsage[name] = resources.Quantity(name, resources.Mul(per, int64(n)))
 			}
+			p.TopologyAssignment = trimDomains(p.TopologyAssignment, n)
 		}
 		if shrunk == nil {
 			return false
@@ -122,6 +125,50 @@ func Shrink(counts map[string]int32) Change {
 		wl.Status.Admission = shrunk
 		return true
 	}
+}
+
+// addDomains is the topology assignment of a podset grown by add's pods:
+// a domain in both takes both counts, a domain of add's alone is added.
+// Either may be nil (a podset not placed on a Topology).
+func addDomains(ta, add *berthv1alpha1.TopologyAssignment) *berthv1alpha1.TopologyAssignment {
+	if ta == nil || add == nil {
+		return ta
+	}
+	out := ta.DeepCopy()
+	for _, d := range add.Domains {
+		i := slices.IndexFunc(out.Domains, func(have berthv1alpha1.TopologyDomainAssignment) bool {
+			return slices.Equal(have.Values, d.Values)
+		})
+		if i < 0 {
+			out.Domains = append(out.Domains, *d.DeepCopy())
+			continue
+		}
+		out.Domains[i].Count = sat32(int64(out.Domains[i].Count) + int64(d.Count))
+	}
+	return out
+}
+
+// trimDomains is a topology assignment of n pods from ta, taking pods off
+// its last domains first. Which pods of an elastic job ended is not known
+// here; the nodes' bound pods, which admission reads, are exact, and a
+// count left where no pod runs only holds room, it never gives room that
+// is taken.
+func trimDomains(ta *berthv1alpha1.TopologyAssignment, n int32) *berthv1alpha1.TopologyAssignment {
+	if ta == nil {
+		return nil
+	}
+	out := ta.DeepCopy()
+	var kept int32
+	for i := range out.Domains {
+		c := min(out.Domains[i].Count, n-kept)
+		out.Domains[i].Count = c
+		kept += c
+		if c == 0 {
+			out.Domains = out.Domains[:i]
+			break
+		}
+	}
+	return out
 }
 
 // sat32 is n within the range of a pod count.

@@ -81,3 +81,44 @@ func mustInt(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// TestGrowAndShrinkOnATopology: a slice's domains join the job's, the
+// counts of a domain in both adding up; shrinking takes pods off the last
+// domains first.
+func TestGrowAndShrinkOnATopology(t *testing.T) {
+	placed := func(wl *berthv1alpha1.Workload, domains ...berthv1alpha1.TopologyDomainAssignment) *berthv1alpha1.Workload {
+		wl.Status.Admission.PodSetAssignments[0].TopologyAssignment = &berthv1alpha1.TopologyAssignment{
+			Levels: []string{"rack", "host"}, Domains: domains,
+		}
+		return wl
+	}
+	on := func(host string, count int32) berthv1alpha1.TopologyDomainAssignment {
+		return berthv1alpha1.TopologyDomainAssignment{Values: []string{"r0", host}, Count: count}
+	}
+	job := func() *berthv1alpha1.Workload {
+		return placed(utiltesting.MakeWorkload("job", "ns").Request(3, "nvidia.com/gpu", "4").AdmittedIn("q", "h100").Obj(),
+			on("h0", 2), on("h1", 1))
+	}
+	slice := placed(utiltesting.MakeWorkload("job-slice", "ns").Request(3, "nvidia.com/gpu", "4").AdmittedIn("q", "h100").Obj(),
+		on("h1", 1), on("h2", 2)).Status.Admission
+
+	cases := map[string]struct {
+		change workload.Change
+		want   []berthv1alpha1.TopologyDomainAssignment
+	}{
+		"grown":         {change: workload.Grow(slice), want: []berthv1alpha1.TopologyDomainAssignment{on("h0", 2), on("h1", 2), on("h2", 2)}},
+		"shrunk to 2":   {change: workload.Shrink(map[string]int32{"main": 2}), want: []berthv1alpha1.TopologyDomainAssignment{on("h0", 2)}},
+		"shrunk to one": {change: workload.Shrink(map[string]int32{"main": 1}), want: []berthv1alpha1.TopologyDomainAssignment{on("h0", 1)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := job()
+			if !tc.change(wl) {
+				t.Fatal("nothing changed")
+			}
+			if diff := cmp.Diff(tc.want, wl.Status.Admission.PodSetAssignments[0].TopologyAssignment.Domains); diff != "" {
+				t.Errorf("domains (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -324,6 +324,7 @@ func (as *assigner) place(ps *workload.PodSetInfo, psa *PodSetAssignment, rf *be
 		Level:        -1,
 		Required:     ps.Topology.Required,
 		NodeSelector: ps.NodeSelector,
+		NodeAffinity: ps.NodeAffinity,
 		Tolerations:  append(slices.Clone(ps.Tolerations), rf.Spec.Tolerations...),
 	}
 	if l := ps.Topology.Level; l != "" {
