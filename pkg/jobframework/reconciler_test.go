@@ -412,6 +412,23 @@ func TestAdmittedInfos(t *testing.T) {
 	cpu := utiltesting.MakeResourceFlavor("cpu")
 	cpu.Spec.NodeLabels = map[string]string{"node.berth.dev/pool": "cpu"}
 	racks := corev1.NodeSelectorRequirement{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r0", "r1"}}
+	// twoRacks admits 3 pods of podset main, 2 in rack r0 and 1 in r1.
+	twoRacks := func() *berthv1alpha1.Admission {
+		adm := utiltesting.MakeAdmission("cq").Assign("main", 3,
+			map[corev1.ResourceName]string{"nvidia.com/gpu": "cpu"}, nil).Obj()
+		adm.PodSetAssignments[0].TopologyAssignment = &berthv1alpha1.TopologyAssignment{
+			Levels: []string{"block", "rack"},
+			Domains: []berthv1alpha1.TopologyDomainAssignment{
+				{Values: []string{"b0", "r0"}, Count: 2}, {Values: []string{"b0", "r1"}, Count: 1},
+			},
+		}
+		return adm
+	}
+	twoRacksAnnotations := map[string]string{
+		berthv1alpha1.PodSetSizeAnnotation: "3",
+		berthv1alpha1.PodSetTopologyAssignmentAnnotation: `{"levels":["block","rack"],"domains":[` +
+			`{"values":["b0","r0"],"count":2},{"values":["b0","r1"],"count":1}]}`,
+	}
 
 	cases := map[string]struct {
 		podSet    *berthv1alpha1.PodSet
@@ -444,18 +461,8 @@ func TestAdmittedInfos(t *testing.T) {
 			},
 		},
 		"placed on a topology over two racks of one block": {
-			podSet: utiltesting.MakePodSet("main", 3).Request("nvidia.com/gpu", "8").Obj(),
-			admission: func() *berthv1alpha1.Admission {
-				adm := utiltesting.MakeAdmission("cq").Assign("main", 3,
-					map[corev1.ResourceName]string{"nvidia.com/gpu": "cpu"}, nil).Obj()
-				adm.PodSetAssignments[0].TopologyAssignment = &berthv1alpha1.TopologyAssignment{
-					Levels: []string{"block", "rack"},
-					Domains: []berthv1alpha1.TopologyDomainAssignment{
-						{Values: []string{"b0", "r0"}, Count: 2}, {Values: []string{"b0", "r1"}, Count: 1},
-					},
-				}
-				return adm
-			}(),
+			podSet:    utiltesting.MakePodSet("main", 3).Request("nvidia.com/gpu", "8").Obj(),
+			admission: twoRacks(),
 			want: PodSetInfo{
 				Name: "main", Count: 3,
 				NodeSelector:     map[string]string{"node.berth.dev/pool": "cpu", "block": "b0"},
@@ -465,12 +472,8 @@ func TestAdmittedInfos(t *testing.T) {
 						NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{racks}}},
 					},
 				}},
-				Labels: map[string]string{berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main", berthv1alpha1.ManagedLabel: "true"},
-				Annotations: map[string]string{
-					berthv1alpha1.PodSetSizeAnnotation: "3",
-					berthv1alpha1.PodSetTopologyAssignmentAnnotation: `{"levels":["block","rack"],"domains":[` +
-						`{"values":["b0","r0"],"count":2},{"values":["b0","r1"],"count":1}]}`,
-				},
+				Labels:      map[string]string{berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main", berthv1alpha1.ManagedLabel: "true"},
+				Annotations: twoRacksAnnotations,
 			},
 		},
 		"an elastic podset is kept only in the block, where it grows": {
@@ -479,26 +482,12 @@ func TestAdmittedInfos(t *testing.T) {
 				ps.Template.Labels = map[string]string{berthv1alpha1.ElasticLabel: "true"}
 				return ps
 			}(),
-			admission: func() *berthv1alpha1.Admission {
-				adm := utiltesting.MakeAdmission("cq").Assign("main", 3,
-					map[corev1.ResourceName]string{"nvidia.com/gpu": "cpu"}, nil).Obj()
-				adm.PodSetAssignments[0].TopologyAssignment = &berthv1alpha1.TopologyAssignment{
-					Levels: []string{"block", "rack"},
-					Domains: []berthv1alpha1.TopologyDomainAssignment{
-						{Values: []string{"b0", "r0"}, Count: 2}, {Values: []string{"b0", "r1"}, Count: 1},
-					},
-				}
-				return adm
-			}(),
+			admission: twoRacks(),
 			want: PodSetInfo{
 				Name: "main", Count: 3,
 				NodeSelector: map[string]string{"node.berth.dev/pool": "cpu", "block": "b0"},
 				Labels:       map[string]string{berthv1alpha1.ElasticLabel: "true", berthv1alpha1.WorkloadLabel: "wl", berthv1alpha1.PodSetLabel: "main", berthv1alpha1.ManagedLabel: "true"},
-				Annotations: map[string]string{
-					berthv1alpha1.PodSetSizeAnnotation: "3",
-					berthv1alpha1.PodSetTopologyAssignmentAnnotation: `{"levels":["block","rack"],"domains":[` +
-						`{"values":["b0","r0"],"count":2},{"values":["b0","r1"],"count":1}]}`,
-				},
+				Annotations:  twoRacksAnnotations,
 			},
 		},
 		"an admission without the podset": {

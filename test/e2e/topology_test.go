@@ -36,13 +36,7 @@ func gangOf(ns, name, class string, pods int, annotations, nodeSelector string) 
 // in two whole racks of one block.
 func TestTopologyKeepsGangsInRacks(t *testing.T) {
 	e := newEnv(t)
-	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply(t, string(sample))
-	cq := e.queue("fabric", "  schedulerName: berth-scheduler\n", gpuQuota{flavor: "h100-fabric", gpus: "256"})
-	e.localQueue("main", cq)
+	e.fabricQueue("fabric", "")
 	rackOf := map[string]string{}
 	blockOf := map[string]string{}
 	for _, n := range strings.Fields(get(t.Context(), "nodes", "-l", "node.berth.dev/pool=fabric", "-o",
@@ -167,12 +161,7 @@ func TestTopologyKeepsGangsInRacks(t *testing.T) {
 // there beside the first 2, on the hosts the grown admission names.
 func TestTopologyElasticJobGrowsInItsRack(t *testing.T) {
 	e := newEnv(t)
-	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply(t, string(sample))
-	e.localQueue("main", e.queue("fabric", "  schedulerName: berth-scheduler\n", gpuQuota{flavor: "h100-fabric", gpus: "256"}))
+	e.fabricQueue("fabric", "")
 	manifest := gangOf(e.ns, "grow", "", 2, "{berth.dev/podset-required-topology: cloud.berth.dev/rack}", "{}")
 	manifest = strings.Replace(manifest, "completions: 2", "completions: 100", 1)
 	manifest = strings.Replace(manifest, "metadata: {name: grow,", `metadata: {annotations: {berth.dev/elastic: "true"}, name: grow,`, 1)
@@ -218,6 +207,18 @@ func TestTopologyElasticJobGrowsInItsRack(t *testing.T) {
 	})
 }
 
+// fabricQueue applies the sample Topology and flavor, and makes LocalQueue
+// main of a ClusterQueue named for base with 256 GPUs of the fabric's
+// flavor, whose pods berth-scheduler places; spec is more of its spec.
+func (e *env) fabricQueue(base, spec string) {
+	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	apply(e.t, string(sample))
+	e.localQueue("main", e.queue(base, "  schedulerName: berth-scheduler\n"+spec, gpuQuota{flavor: "h100-fabric", gpus: "256"}))
+}
+
 // hostsOf returns the nodes the pods of job run on, sorted, one entry a pod.
 func (e *env) hostsOf(job string) []string {
 	hosts := strings.Fields(get(e.t.Context(), "pods", "-n", e.ns, "-l", "job-name="+job, "-o",
@@ -257,13 +258,7 @@ func (e *env) assignedHosts(ctx context.Context, job string) []string {
 // and why, and runs there; the pods on the nodes show it.
 func TestTopologyDefragmentation(t *testing.T) {
 	e := newEnv(t)
-	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "topology", "topology.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply(t, string(sample))
-	cq := e.queue("defrag", "  schedulerName: berth-scheduler\n  preemption: {withinClusterQueue: LowerPriority}\n", gpuQuota{flavor: "h100-fabric", gpus: "256"})
-	e.localQueue("main", cq)
+	e.fabricQueue("defrag", "  preemption: {withinClusterQueue: LowerPriority}\n")
 	low, high := e.priorityClass("low", 1), e.priorityClass("high", 100)
 	for b := range 2 {
 		for r := range 4 {
