@@ -56,7 +56,7 @@ manifests: ## Generate CRDs and RBAC from the markers.
 	@hack/toolchain.sh controller-gen
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/berth/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./apis/autoscaling/... output:crd:artifacts:config=config/components/provisioningrequest
-	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./pkg/controller/...,./pkg/certs/...,./pkg/provisioning/...,./pkg/controllermanager/...}" output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=berth-controller paths="{./pkg/controller/...,./pkg/certs/...,./pkg/provisioning/...,./pkg/multicluster/...,./pkg/controllermanager/...}" output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./pkg/jobs/... output:webhook:artifacts:config=config/webhook
 
 .PHONY: apiref

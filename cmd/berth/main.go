@@ -41,6 +41,7 @@ import (
 	_ "github.com/berth-dev/berth/pkg/jobs/statefulset"
 	_ "github.com/berth-dev/berth/pkg/jobs/trainjob"
 	"github.com/berth-dev/berth/pkg/metrics"
+	"github.com/berth-dev/berth/pkg/multicluster"
 	"github.com/berth-dev/berth/pkg/visibility"
 )
 
@@ -228,6 +229,7 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllerm
 		},
 		Integrations: cfg.Integrations.Frameworks,
 		Deviations:   deviations,
+		MultiCluster: multicluster.Options{Namespace: cfg.InternalCertManagement.WebhookServiceNamespace},
 		FairSharing:  cfg.FairSharing != nil && cfg.FairSharing.Enable,
 		// Defaulted before: the delay is set.
 		PreemptionDelay: cfg.Preemption.Delay.Duration,

@@ -26,12 +26,16 @@ import (
 	"github.com/berth-dev/berth/pkg/fabric"
 	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/metrics"
+	"github.com/berth-dev/berth/pkg/multicluster"
 	"github.com/berth-dev/berth/pkg/provisioning"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // Options is what the controllers take from the configuration.
 type Options struct {
+	// MultiCluster configures the worker clusters' reconciler; its
+	// namespace is Berth's (the default namespace when empty).
+	MultiCluster multicluster.Options
 	// Controllers configures the reconcilers of Berth's kinds.
 	Controllers controller.Options
 	// Jobs configures the job integrations.
@@ -156,6 +160,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := provisioning.Setup(mgr, writer); err != nil {
 		return fmt.Errorf("setting up the provisioning admission check: %w", err)
 	}
+	if err := setupMultiCluster(mgr, opts.MultiCluster); err != nil {
+		return err
+	}
 	jobOpts := opts.Jobs
 	jobOpts.Writer = writer
 	jobOpts.Frameworks = opts.Integrations
@@ -197,6 +204,18 @@ func setupWaitReasons(mgr ctrl.Manager, writer workloadwriter.Writer, c *cache.C
 		}
 	})
 	return pending, mgr.Add(pending)
+}
+
+// setupMultiCluster sets up the worker clusters' reconciler, in Berth's
+// namespace by default.
+func setupMultiCluster(mgr ctrl.Manager, opts multicluster.Options) error {
+	if opts.Namespace == "" {
+		opts.Namespace = configv1alpha1.DefaultNamespace
+	}
+	if err := multicluster.Setup(mgr, opts); err != nil {
+		return fmt.Errorf("setting up the worker clusters: %w", err)
+	}
+	return nil
 }
 
 // setupFabrics gives c the live view of the nodes of flavors with a

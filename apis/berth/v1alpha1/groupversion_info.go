@@ -38,6 +38,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&WorkloadPriorityClass{}, &WorkloadPriorityClassList{},
 		&AdmissionCheck{}, &AdmissionCheckList{},
 		&ProvisioningRequestConfig{}, &ProvisioningRequestConfigList{},
+		&WorkerCluster{}, &WorkerClusterList{},
+		&MultiClusterConfig{}, &MultiClusterConfigList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -135,5 +136,47 @@ func TestPreFilter(t *testing.T) {
 				t.Errorf("nodes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// BenchmarkPreFilter is the plugin's cost for one pod of a gang of 512 on
+// 4,096 nodes (16 blocks of 32 racks of 8 hosts), half the gang placed,
+// its assignment a host each: what the scheduler pays per pod of a podset
+// placed on a Topology, against the nodes it would filter anyway.
+func BenchmarkPreFilter(b *testing.B) {
+	const blocks, racks, hosts, gang = 16, 32, 8, 512
+	var nodes []fwk.NodeInfo
+	var domains []string
+	for bl := range blocks {
+		for r := range racks {
+			for h := range hosts {
+				name := fmt.Sprintf("b%d-r%d-h%d", bl, r, h)
+				n := st.MakeNode().Name(name).Label("block", fmt.Sprintf("b%d", bl)).Label(rackLabel, fmt.Sprintf("b%d-r%d", bl, r)).Label(hostLabel, name).Obj()
+				var pods []*corev1.Pod
+				if len(domains) < gang {
+					domains = append(domains, fmt.Sprintf(`{"values":["b%d","b%d-r%d",%q],"count":1}`, bl, bl, r, name))
+					if len(domains) <= gang/2 {
+						pods = append(pods, gangPod(name+"-pod", "").Node(name).Obj())
+					}
+				}
+				// Other work on every node, as on a busy cluster.
+				for i := range 4 {
+					pods = append(pods, st.MakePod().Name(fmt.Sprintf("%s-other-%d", name, i)).Namespace("other").UID(fmt.Sprintf("%s-other-%d", name, i)).Node(name).Obj())
+				}
+				ni := framework.NewNodeInfo(pods...)
+				ni.SetNode(n)
+				nodes = append(nodes, ni)
+			}
+		}
+	}
+	assignment := `{"levels":["block","cloud.berth.dev/rack","kubernetes.io/hostname"],"domains":[` + strings.Join(domains, ",") + `]}`
+	pod := gangPod("p", assignment).Obj()
+	plugin := &Topology{}
+	b.ResetTimer()
+	for b.Loop() {
+		res, status := plugin.PreFilter(context.Background(), framework.NewCycleState(), pod, nodes)
+		if !status.IsSuccess() || res.NodeNames.Len() != gang/2 {
+			b.Fatalf("status %v, %d nodes", status, res.NodeNames.Len())
+		}
 	}
 }
