@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,22 +54,20 @@ func (t *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Po
 			fmt.Sprintf("annotation %s: %v", podset.TopologyAssignmentAnnotation, err))
 	}
 	key, inGang := podset.KeyOf(pod)
-	domainOf := make(map[string]int, len(a.Domains))
+	// Domains by their narrowest value, which a node's label matches first.
+	last := len(a.Levels) - 1
+	byLeaf := make(map[string][]int, len(a.Domains))
 	for i, d := range a.Domains {
-		domainOf[strings.Join(d.Values, "\x00")] = i
+		byLeaf[d.Values[last]] = append(byLeaf[d.Values[last]], i)
 	}
 	placed := make([]int32, len(a.Domains))
 	nodesOf := make([][]string, len(a.Domains))
-	values := make([]string, len(a.Levels))
 	for _, ni := range nodes {
 		node := ni.Node()
 		if node == nil {
 			continue
 		}
-		for i, level := range a.Levels {
-			values[i] = node.Labels[level]
-		}
-		d, ok := domainOf[strings.Join(values, "\x00")]
+		d, ok := a.domainOf(node.Labels, byLeaf[node.Labels[a.Levels[last]]])
 		if !ok {
 			continue
 		}
@@ -101,6 +98,24 @@ func (t *Topology) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Po
 // PreFilterExtensions returns nil: the nodes a pod may go to do not depend
 // on the pods that preemption would remove, only on its own podset's.
 func (t *Topology) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// domainOf is the one of the candidate domains whose values labels has,
+// and false when none.
+func (a *assignment) domainOf(labels map[string]string, candidates []int) (int, bool) {
+	for _, d := range candidates {
+		match := true
+		for i, level := range a.Levels[:len(a.Levels)-1] {
+			if labels[level] != a.Domains[d].Values[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return d, true
+		}
+	}
+	return 0, false
+}
 
 func parse(raw string) (*assignment, error) {
 	a := &assignment{}
