@@ -229,8 +229,11 @@ func controllerOptions(cfg *configv1alpha1.Configuration, deviations controllerm
 		},
 		Integrations: cfg.Integrations.Frameworks,
 		Deviations:   deviations,
-		MultiCluster: multicluster.Options{Namespace: cfg.InternalCertManagement.WebhookServiceNamespace},
-		FairSharing:  cfg.FairSharing != nil && cfg.FairSharing.Enable,
+		MultiCluster: multicluster.Options{
+			Namespace: cfg.InternalCertManagement.WebhookServiceNamespace,
+			Origin:    cfg.MultiCluster.Origin, WorkerLostTimeout: cfg.MultiCluster.WorkerLostTimeout.Duration,
+		},
+		FairSharing: cfg.FairSharing != nil && cfg.FairSharing.Enable,
 		// Defaulted before: the delay is set.
 		PreemptionDelay: cfg.Preemption.Delay.Duration,
 	}

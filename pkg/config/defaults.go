@@ -86,6 +86,10 @@ func SetDefaults(cfg *configv1alpha1.Configuration) {
 		cfg.NodeFailures.Enable = ptr.To(true)
 	}
 	setDuration(&cfg.NodeFailures.GracePeriod, configv1alpha1.DefaultNodeFailureGracePeriod)
+	if cfg.MultiCluster.Origin == "" {
+		cfg.MultiCluster.Origin = configv1alpha1.DefaultMultiClusterOrigin
+	}
+	setDuration(&cfg.MultiCluster.WorkerLostTimeout, configv1alpha1.DefaultWorkerLostTimeout)
 	setDuration(&cfg.WaitForPodsReady.Timeout, configv1alpha1.DefaultWaitForPodsReadyTimeout)
 	if cfg.WaitForPodsReady.BlockAdmission == nil {
 		cfg.WaitForPodsReady.BlockAdmission = ptr.To(false)

@@ -55,6 +55,7 @@ func defaulted() *configv1alpha1.Configuration {
 		},
 		Preemption:   configv1alpha1.Preemption{Delay: &metav1.Duration{Duration: 5 * time.Second}},
 		NodeFailures: configv1alpha1.NodeFailures{Enable: ptr.To(true), GracePeriod: &metav1.Duration{Duration: time.Minute}},
+		MultiCluster: configv1alpha1.MultiCluster{Origin: "berth", WorkerLostTimeout: &metav1.Duration{Duration: 15 * time.Minute}},
 	}
 }
 

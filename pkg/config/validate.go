@@ -52,6 +52,14 @@ func Validate(cfg *configv1alpha1.Configuration) field.ErrorList {
 	if d := cfg.NodeFailures.GracePeriod; d != nil && d.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("nodeFailures", "gracePeriod"), d.Duration.String(), "must not be negative"))
 	}
+	if d := cfg.MultiCluster.WorkerLostTimeout; d != nil && d.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("multiCluster", "workerLostTimeout"), d.Duration.String(), "must not be negative"))
+	}
+	if o := cfg.MultiCluster.Origin; o != "" {
+		for _, msg := range validation.IsValidLabelValue(o) {
+			errs = append(errs, field.Invalid(field.NewPath("multiCluster", "origin"), o, msg))
+		}
+	}
 	retention := field.NewPath("objectRetentionPolicies", "workloads")
 	for _, f := range []struct {
 		name string

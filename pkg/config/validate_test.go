@@ -277,6 +277,16 @@ func TestValidate(t *testing.T) {
 				"FieldValueInvalid objectRetentionPolicies.workloads.afterDeactivatedByBerth",
 			},
 		},
+		"bad multicluster": {
+			change: func(cfg *configv1alpha1.Configuration) {
+				cfg.MultiCluster.Origin = "not a label value"
+				cfg.MultiCluster.WorkerLostTimeout = &metav1.Duration{Duration: -time.Second}
+			},
+			wantFields: []string{
+				"FieldValueInvalid multiCluster.workerLostTimeout",
+				"FieldValueInvalid multiCluster.origin",
+			},
+		},
 		"zero recovery timeout": {
 			change: func(cfg *configv1alpha1.Configuration) {
 				cfg.WaitForPodsReady.Enable = true

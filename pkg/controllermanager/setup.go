@@ -160,7 +160,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := provisioning.Setup(mgr, writer); err != nil {
 		return fmt.Errorf("setting up the provisioning admission check: %w", err)
 	}
-	if err := setupMultiCluster(mgr, opts.MultiCluster); err != nil {
+	if err := setupMultiCluster(mgr, opts.MultiCluster, writer); err != nil {
 		return err
 	}
 	jobOpts := opts.Jobs
@@ -208,7 +208,8 @@ func setupWaitReasons(mgr ctrl.Manager, writer workloadwriter.Writer, c *cache.C
 
 // setupMultiCluster sets up the worker clusters' reconciler, in Berth's
 // namespace by default.
-func setupMultiCluster(mgr ctrl.Manager, opts multicluster.Options) error {
+func setupMultiCluster(mgr ctrl.Manager, opts multicluster.Options, writer workloadwriter.Writer) error {
+	opts.Writer = writer
 	if opts.Namespace == "" {
 		opts.Namespace = configv1alpha1.DefaultNamespace
 	}

@@ -33,6 +33,17 @@ type GenericJob interface {
 	PodsReady() bool
 }
 
+// JobWithManagedBy is a job whose spec.managedBy hands it to another
+// controller than its kind's: the webhook sets it to
+// berth.dev/multicluster on a new job of a ClusterQueue that dispatches to
+// worker clusters, so that it runs there, not here.
+type JobWithManagedBy interface {
+	// ManagedBy is spec.managedBy, nil when unset.
+	ManagedBy() *string
+	// SetManagedBy sets spec.managedBy.
+	SetManagedBy(string)
+}
+
 // ComposedJob is a job made of several objects of its kind, such as the
 // pods of a pod group, admitted as one Workload. Object is one of them, the
 // one whose labels name the queue and the priority.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
 // defaulter makes a new job that Berth manages start suspended, and hands
@@ -71,7 +72,39 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if c, ok := job.(JobWithCreateDefaults); ok {
 		c.DefaultOnCreate()
 	}
+	cq, err := d.clusterQueueOf(ctx, cobj.GetNamespace(), queue)
+	if err != nil {
+		return err
+	}
+	if err := d.setManagedBy(ctx, job, cq); err != nil {
+		return err
+	}
 	return d.setSchedulerName(ctx, job, queue)
+}
+
+// setManagedBy hands a job of a ClusterQueue that dispatches to worker
+// clusters to Berth's dispatch, unless its owner named a controller: the
+// manager's own controller of the kind must not run it too. It can be set
+// only now: spec.managedBy cannot change.
+func (d *defaulter) setManagedBy(ctx context.Context, job GenericJob, cq *berthv1alpha1.ClusterQueue) error {
+	m, ok := job.(JobWithManagedBy)
+	if !ok || cq == nil || m.ManagedBy() != nil {
+		return nil
+	}
+	for _, name := range workload.ChecksNamed(cq) {
+		ac := &berthv1alpha1.AdmissionCheck{}
+		if err := d.client.Get(ctx, types.NamespacedName{Name: string(name)}, ac); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if ac.Spec.ControllerName == berthv1alpha1.MultiClusterControllerName {
+			m.SetManagedBy(berthv1alpha1.MultiClusterControllerName)
+			return nil
+		}
+	}
+	return nil
 }
 
 // setSchedulerName hands the pods of job, of a job in queue, to its
@@ -101,22 +134,29 @@ func (d *defaulter) schedulerName(ctx context.Context, ns, queue string) (string
 	if queue == "" {
 		return d.opts.DefaultSchedulerName, nil
 	}
-	lq := &berthv1alpha1.LocalQueue{}
-	if err := d.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: queue}, lq); err != nil {
-		if apierrors.IsNotFound(err) {
-			return d.opts.DefaultSchedulerName, nil
-		}
+	cq, err := d.clusterQueueOf(ctx, ns, queue)
+	if err != nil {
 		return "", err
 	}
-	cq := &berthv1alpha1.ClusterQueue{}
-	if err := d.client.Get(ctx, types.NamespacedName{Name: string(lq.Spec.ClusterQueue)}, cq); err != nil {
-		if apierrors.IsNotFound(err) {
-			return d.opts.DefaultSchedulerName, nil
-		}
-		return "", err
-	}
-	if cq.Spec.SchedulerName != "" {
+	if cq != nil && cq.Spec.SchedulerName != "" {
 		return cq.Spec.SchedulerName, nil
 	}
 	return d.opts.DefaultSchedulerName, nil
+}
+
+// clusterQueueOf is the ClusterQueue of the LocalQueue ns/queue, nil when
+// either does not exist (yet).
+func (d *defaulter) clusterQueueOf(ctx context.Context, ns, queue string) (*berthv1alpha1.ClusterQueue, error) {
+	if queue == "" {
+		return nil, nil
+	}
+	lq := &berthv1alpha1.LocalQueue{}
+	if err := d.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: queue}, lq); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	cq := &berthv1alpha1.ClusterQueue{}
+	if err := d.client.Get(ctx, types.NamespacedName{Name: string(lq.Spec.ClusterQueue)}, cq); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return cq, nil
 }

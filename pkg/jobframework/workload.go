@@ -124,6 +124,10 @@ func newWorkload(obj client.Object, gvk schema.GroupVersionKind, podSets []berth
 			MaximumExecutionTimeSeconds: maxExec,
 		},
 	}
+	if origin, ok := obj.GetLabels()[berthv1alpha1.MultiClusterOriginLabel]; ok {
+		// A manager's copy: the manager finds its Workload by it.
+		wl.Labels[berthv1alpha1.MultiClusterOriginLabel] = origin
+	}
 	priority.set(&wl.Spec)
 	return wl
 }

@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
 // Defaults of the reconciler.
@@ -34,8 +37,8 @@ type WorkerClusterReconciler struct {
 	secrets   client.Reader
 	namespace string
 	interval  time.Duration
-	// probe asks the API server of cfg for its version.
-	probe func(ctx context.Context, cfg *rest.Config) (string, error)
+	// workers are connected while they are active.
+	workers *workers
 }
 
 // Options configure the worker clusters' reconciler.
@@ -45,19 +48,41 @@ type Options struct {
 	// CheckInterval is how often a worker is asked again; CheckInterval
 	// when zero.
 	CheckInterval time.Duration
+	// Origin is the label value that marks this manager's copies in the
+	// workers; "berth" when empty.
+	Origin string
+	// WorkerLostTimeout is how long a worker may not answer before what
+	// runs there is requeued; 15 minutes when zero.
+	WorkerLostTimeout time.Duration
+	// Writer writes the status of the manager's Workloads.
+	Writer workloadwriter.Writer
 }
 
-// Setup registers the WorkerCluster reconciler with mgr; it reads the
-// kubeconfig Secrets with mgr's API reader.
+// Setup registers with mgr the WorkerCluster reconciler, which reads the
+// kubeconfig Secrets with mgr's API reader, the checks' reconciler and the
+// dispatcher.
 func Setup(mgr ctrl.Manager, opts Options) error {
+	origin := cmp.Or(opts.Origin, configv1alpha1.DefaultMultiClusterOrigin)
+	ws := newWorkers(mgr.GetScheme(), origin)
+	if err := mgr.Add(ws); err != nil {
+		return err
+	}
+	d := &Dispatcher{
+		client: mgr.GetClient(), writer: opts.Writer, workers: ws, origin: origin,
+		lostTimeout: cmp.Or(opts.WorkerLostTimeout, configv1alpha1.DefaultWorkerLostTimeout),
+	}
+	ws.poke = d.wakeAll
 	r := &WorkerClusterReconciler{
 		client: mgr.GetClient(), secrets: mgr.GetAPIReader(), namespace: opts.Namespace,
-		interval: opts.CheckInterval, probe: serverVersion,
+		interval: cmp.Or(opts.CheckInterval, CheckInterval), workers: ws,
 	}
-	if r.interval <= 0 {
-		r.interval = CheckInterval
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
 	}
-	return r.SetupWithManager(mgr)
+	if err := (&CheckReconciler{client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return d.SetupWithManager(mgr)
 }
 
 // +kubebuilder:rbac:groups=berth.dev,resources=workerclusters,verbs=get;list;watch
@@ -71,7 +96,15 @@ func (r *WorkerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.client.Get(ctx, req.NamespacedName, wc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	status, reason, msg := r.check(ctx, wc)
+	status, reason, msg, kubeconfig := r.check(ctx, wc)
+	if status == metav1.ConditionTrue {
+		if err := r.workers.connect(wc.Name, kubeconfig); err != nil {
+			status, reason, msg = metav1.ConditionFalse, berthv1alpha1.ReasonWorkerUnreachable, fmt.Sprintf("Berth cannot watch its copies there: %v", err)
+		}
+	}
+	if status != metav1.ConditionTrue {
+		r.workers.disconnect(ctx, wc.Name)
+	}
 	cond := metav1.Condition{
 		Type: berthv1alpha1.ConditionActive, Status: status, Reason: reason, Message: msg, ObservedGeneration: wc.Generation,
 	}
@@ -84,39 +117,39 @@ func (r *WorkerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 // check says whether wc can be reached, and if not why.
-func (r *WorkerClusterReconciler) check(ctx context.Context, wc *berthv1alpha1.WorkerCluster) (metav1.ConditionStatus, string, string) {
+func (r *WorkerClusterReconciler) check(ctx context.Context, wc *berthv1alpha1.WorkerCluster) (metav1.ConditionStatus, string, string, []byte) {
 	name := wc.Spec.KubeConfig.Location
 	secret := &corev1.Secret{}
 	if err := r.secrets.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return metav1.ConditionFalse, berthv1alpha1.ReasonWorkerSecretMissing,
-				fmt.Sprintf("Secret %s/%s, named by spec.kubeConfig.location, does not exist", r.namespace, name)
+				fmt.Sprintf("Secret %s/%s, named by spec.kubeConfig.location, does not exist", r.namespace, name), nil
 		}
 		return metav1.ConditionFalse, berthv1alpha1.ReasonWorkerSecretMissing,
-			fmt.Sprintf("Secret %s/%s, named by spec.kubeConfig.location, cannot be read: %v", r.namespace, name, err)
+			fmt.Sprintf("Secret %s/%s, named by spec.kubeConfig.location, cannot be read: %v", r.namespace, name, err), nil
 	}
 	data, ok := secret.Data[berthv1alpha1.WorkerClusterKubeConfigKey]
 	if !ok {
 		return metav1.ConditionFalse, berthv1alpha1.ReasonWorkerSecretMissing,
-			fmt.Sprintf("Secret %s/%s has no key %s", r.namespace, name, berthv1alpha1.WorkerClusterKubeConfigKey)
+			fmt.Sprintf("Secret %s/%s has no key %s", r.namespace, name, berthv1alpha1.WorkerClusterKubeConfigKey), nil
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
 		return metav1.ConditionFalse, berthv1alpha1.ReasonWorkerBadKubeConfig,
-			fmt.Sprintf("the kubeconfig in Secret %s/%s cannot be used: %v", r.namespace, name, err)
+			fmt.Sprintf("the kubeconfig in Secret %s/%s cannot be used: %v", r.namespace, name, err), nil
 	}
-	version, err := r.probe(ctx, cfg)
+	version, err := serverVersion(cfg)
 	if err != nil {
 		return metav1.ConditionFalse, berthv1alpha1.ReasonWorkerUnreachable,
-			fmt.Sprintf("the API server at %s does not answer: %v", cfg.Host, err)
+			fmt.Sprintf("the API server at %s does not answer: %v", cfg.Host, err), nil
 	}
 	return metav1.ConditionTrue, berthv1alpha1.ReasonWorkerReachable,
-		fmt.Sprintf("the API server at %s answers, Kubernetes %s", cfg.Host, version)
+		fmt.Sprintf("the API server at %s answers, Kubernetes %s", cfg.Host, version), data
 }
 
 // serverVersion asks cfg's API server for its version, within
 // ProbeTimeout.
-func serverVersion(_ context.Context, cfg *rest.Config) (string, error) {
+func serverVersion(cfg *rest.Config) (string, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = ProbeTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)

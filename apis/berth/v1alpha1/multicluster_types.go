@@ -8,6 +8,35 @@ import (
 // holds its kubeconfig.
 const WorkerClusterKubeConfigKey = "kubeconfig"
 
+// The admission check that dispatches workloads to worker clusters, and
+// the keys of the copies it makes there.
+const (
+	// MultiClusterControllerName is the controllerName of the checks that
+	// dispatch a workload to worker clusters: its parameters name a
+	// MultiClusterConfig. A job in a ClusterQueue with such a check runs
+	// in the worker whose own Berth admits its copy first.
+	// +berth:setBy=user
+	MultiClusterControllerName = "berth.dev/multicluster"
+
+	// MultiClusterOriginLabel is set on the copies of a job in a worker
+	// cluster, and on their Workloads, to the origin of the manager that
+	// made them (the configuration's multiCluster.origin).
+	// +berth:setBy=Berth
+	MultiClusterOriginLabel = "berth.dev/multicluster-origin"
+
+	// MultiClusterWorkloadAnnotation is set on the copies of a job in a
+	// worker cluster to the name of the job's Workload in the manager.
+	// +berth:setBy=Berth
+	MultiClusterWorkloadAnnotation = "berth.dev/multicluster-workload"
+
+	// MultiClusterAttemptAnnotation is set on the copies of a job in a
+	// worker cluster to the manager Workload's requeue count when they
+	// were made: a copy of an earlier attempt, left in a worker that was
+	// lost, is deleted when the worker returns.
+	// +berth:setBy=Berth
+	MultiClusterAttemptAnnotation = "berth.dev/multicluster-attempt"
+)
+
 // Reasons of a WorkerCluster's Active condition.
 const (
 	// ReasonWorkerReachable means the worker's API server answered.

@@ -222,6 +222,14 @@ type WorkloadStatus struct {
 	//
 	// +optional
 	AccumulatedPastExecutionTimeSeconds *int32 `json:"accumulatedPastExecutionTimeSeconds,omitempty"`
+
+	// ClusterName is the worker cluster a check of berth.dev/multicluster
+	// dispatched the workload to: the one whose Berth admitted its copy
+	// first. Cleared when the workload is requeued.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClusterName string `json:"clusterName,omitempty"`
 }
 
 // Workload is one unit of admission: the pods of one Job or JobSet. Berth

@@ -74,6 +74,10 @@ type Configuration struct {
 	// Preemption tunes how admission makes room by evicting.
 	Preemption Preemption `json:"preemption,omitempty"`
 
+	// MultiCluster configures the dispatch of workloads to worker
+	// clusters by the admission checks of berth.dev/multicluster.
+	MultiCluster MultiCluster `json:"multiCluster,omitempty"`
+
 	// NodeFailures evicts admitted workloads whose pods ran on a node that
 	// failed, so that no gang runs in part.
 	NodeFailures NodeFailures `json:"nodeFailures,omitempty"`
@@ -90,6 +94,21 @@ type Configuration struct {
 	// ClusterQueues whose admissionScope asks for it: their pending
 	// workloads go by their LocalQueue's recent usage, lowest first.
 	AdmissionFairSharing *AdmissionFairSharing `json:"admissionFairSharing,omitempty"`
+}
+
+// MultiCluster configures dispatch to worker clusters.
+type MultiCluster struct {
+	// Origin is the value of the berth.dev/multicluster-origin label on the
+	// copies this manager makes in worker clusters: it finds its own
+	// copies by it, so managers that share a worker need different ones.
+	// A label value. Default "berth".
+	Origin string `json:"origin,omitempty"`
+
+	// WorkerLostTimeout is how long a worker cluster may be unreachable
+	// before the workloads dispatched to it are requeued in the manager
+	// and dispatched elsewhere; their copies there are deleted when it
+	// returns. Default 15m.
+	WorkerLostTimeout *metav1.Duration `json:"workerLostTimeout,omitempty"`
 }
 
 // NodeFailures says what happens to an admitted workload when a node that

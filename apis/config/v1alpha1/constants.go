@@ -55,6 +55,8 @@ const (
 	DefaultWaitForPodsReadyTimeout            = 5 * time.Minute
 	DefaultPreemptionDelay                    = 5 * time.Second
 	DefaultNodeFailureGracePeriod             = time.Minute
+	DefaultMultiClusterOrigin                 = "berth"
+	DefaultWorkerLostTimeout                  = 15 * time.Minute
 	DefaultBackoffBaseSeconds                 = 60
 	DefaultBackoffMaxSeconds                  = 3600
 	DefaultUsageHalfLifeTime                  = 168 * time.Hour

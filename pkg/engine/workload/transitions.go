@@ -107,8 +107,9 @@ func Requeue(d RequeueDecision) Change {
 		accumulateExecutionTime(wl)
 		wl.Status.Admission = nil
 		msg := fmt.Sprintf("Requeued after eviction (%s): %s", reason, why)
-		// The next reservation is checked afresh.
+		// The next reservation is checked, and dispatched, afresh.
 		wl.Status.AdmissionChecks = nil
+		wl.Status.ClusterName = ""
 		if d.At != nil {
 			msg += fmt.Sprintf("; it waits until %s before it is considered again", d.At.UTC().Format(time.RFC3339))
 		}

@@ -65,6 +65,7 @@ var (
 	_ jobframework.JobWithPodSetPaths  = (*Job)(nil)
 	_ jobframework.JobWithUpdateChecks = (*Job)(nil)
 	_ jobframework.ElasticJob          = (*Job)(nil)
+	_ jobframework.JobWithManagedBy    = (*Job)(nil)
 )
 
 // Object is the Job.
@@ -81,6 +82,12 @@ func (j *Job) Suspend() {
 	j.Spec.Suspend = ptr.To(true)
 	j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
 }
+
+// ManagedBy is spec.managedBy.
+func (j *Job) ManagedBy() *string { return j.Spec.ManagedBy }
+
+// SetManagedBy sets spec.managedBy.
+func (j *Job) SetManagedBy(by string) { j.Spec.ManagedBy = &by }
 
 // ValidateOnUpdate refuses another podReplacementPolicy on a queued Job
 // than the Failed that Berth set.

@@ -52,6 +52,7 @@ var (
 	_ jobframework.JobWithPodSpecs     = (*JobSet)(nil)
 	_ jobframework.JobWithPodSetPaths  = (*JobSet)(nil)
 	_ jobframework.JobWithPodTemplates = (*JobSet)(nil)
+	_ jobframework.JobWithManagedBy    = (*JobSet)(nil)
 )
 
 // maxPodSets is how many podsets a Workload has at most.
@@ -65,6 +66,12 @@ func (j *JobSet) IsSuspended() bool { return ptr.Deref(j.Spec.Suspend, false) }
 
 // Suspend sets spec.suspend.
 func (j *JobSet) Suspend() { j.Spec.Suspend = ptr.To(true) }
+
+// ManagedBy is spec.managedBy.
+func (j *JobSet) ManagedBy() *string { return j.Spec.ManagedBy }
+
+// SetManagedBy sets spec.managedBy.
+func (j *JobSet) SetManagedBy(by string) { j.Spec.ManagedBy = &by }
 
 // PodSpecs are the specs of the replicated jobs' pod templates.
 func (j *JobSet) PodSpecs() []*corev1.PodSpec {

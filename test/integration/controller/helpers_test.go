@@ -139,11 +139,18 @@ func jobState(t *testing.T, job *batchv1.Job, suspended bool) *batchv1.Job {
 // finishJob plays the Job controller: the job's pods all succeeded.
 func finishJob(t *testing.T, job *batchv1.Job) {
 	t.Helper()
+	finishJobIn(t, server.Client, job)
+}
+
+// finishJobIn plays the Job controller of the API server of c.
+func finishJobIn(t *testing.T, c client.Client, job *batchv1.Job) {
+	t.Helper()
 	waitFor(t, "job "+job.Name+" completed", func(ctx context.Context) error {
 		cur := &batchv1.Job{}
-		if err := server.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
 			return err
 		}
+		cur.Status.Active, cur.Status.Ready = 0, ptr.To[int32](0)
 		now := metav1.Now()
 		start := metav1.NewTime(now.Add(-time.Second))
 		cur.Status.StartTime = &start
@@ -153,7 +160,7 @@ func finishJob(t *testing.T, job *batchv1.Job) {
 			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
 			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
 		}
-		return server.Client.Status().Update(ctx, cur)
+		return c.Status().Update(ctx, cur)
 	})
 }
 

@@ -94,20 +94,36 @@ func TestMain(m *testing.M) {
 // with the permissions of config/rbac/role.yaml and no others. tune
 // changes the default options, for a test that needs others.
 func startManager(tune ...func(*controllermanager.Options)) error {
-	cfg, err := server.ControllerConfig(context.Background())
+	stop, err := runManager(server, webhook.Options{
+		Host:    server.Webhook.LocalServingHost,
+		Port:    server.Webhook.LocalServingPort,
+		CertDir: server.Webhook.LocalServingCertDir,
+	}, tune...)
 	if err != nil {
 		return err
+	}
+	stopManager = stop
+	return waitForWebhook()
+}
+
+// runManager runs a controller manager of Berth against s, with the
+// permissions of config/rbac/role.yaml, and returns what stops it. Its
+// webhook server serves as hooks says; only the suite's server calls it.
+func runManager(s *apiserver.Server, hooks webhook.Options, tune ...func(*controllermanager.Options)) (func(), error) {
+	cfg, err := s.ControllerConfig(context.Background())
+	if err != nil {
+		return nil, err
 	}
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
+		return nil, err
 	}
 	if err := controllermanager.AddToScheme(scheme, integrations); err != nil {
-		return err
+		return nil, err
 	}
 	cacheOpts, err := controllermanager.Deviations{}.CacheOptions(cfg, scheme, controllermanager.Scope{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -115,21 +131,17 @@ func startManager(tune ...func(*controllermanager.Options)) error {
 		MapperProvider:         controllermanager.Deviations{}.MapperProvider(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    server.Webhook.LocalServingHost,
-			Port:    server.Webhook.LocalServingPort,
-			CertDir: server.Webhook.LocalServingCertDir,
-		}),
-		Controller: ctrlConfig(),
+		WebhookServer:          webhook.NewServer(hooks),
+		Controller:             ctrlConfig(),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	podNamespaces, err := metav1.LabelSelectorAsSelector(berthconfig.DefaultManagedNamespaceSelector())
 	if err != nil {
 		cancel()
-		return err
+		return nil, err
 	}
 	opts := controllermanager.Options{
 		Controllers:  controller.Options{WorkloadConcurrency: 4},
@@ -142,7 +154,7 @@ func startManager(tune ...func(*controllermanager.Options)) error {
 	err = controllermanager.Setup(ctx, mgr, opts)
 	if err != nil {
 		cancel()
-		return err
+		return nil, err
 	}
 	done := make(chan struct{})
 	go func() {
@@ -151,11 +163,10 @@ func startManager(tune ...func(*controllermanager.Options)) error {
 			fmt.Fprintln(os.Stderr, "manager:", err)
 		}
 	}()
-	stopManager = func() {
+	return func() {
 		cancel()
 		<-done
-	}
-	return waitForWebhook()
+	}, nil
 }
 
 // ctrlConfig is Berth's controller configuration, with name validation off:

@@ -1,0 +1,398 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/engine/workload"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	"github.com/berth-dev/berth/pkg/util/shutdown"
+	"github.com/berth-dev/berth/pkg/workloadwriter"
+)
+
+// Dispatcher runs the admission checks of berth.dev/multicluster: see the
+// package documentation.
+type Dispatcher struct {
+	client      client.Client
+	writer      workloadwriter.Writer
+	workers     *workers
+	origin      string
+	lostTimeout time.Duration
+}
+
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=berth.dev,resources=multiclusterconfigs,verbs=get;list;watch
+
+// SetupWithManager registers the dispatcher with mgr: it follows the
+// manager's Workloads that have admission checks, and every change of
+// the copies in the workers.
+func (d *Dispatcher) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).Named("multicluster-dispatch").
+		For(&berthv1alpha1.Workload{}, builder.WithPredicates(dispatchable)).
+		WatchesRawSource(source.Channel(d.workers.events, &handler.EnqueueRequestForObject{}))
+	for i := range kinds {
+		k := &kinds[i]
+		if _, err := mgr.GetRESTMapper().RESTMapping(k.gvk.GroupKind(), k.gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				// The manager does not serve the kind: none of its jobs
+				// can be dispatched.
+				continue
+			}
+			return err
+		}
+		// A dispatched job that the manager runs gets its copy's status;
+		// one deleted here is deleted there.
+		b = b.Watches(k.newObject(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: jobframework.WorkloadName(k.gvk, obj.GetName(), string(obj.GetUID()))}}}
+		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool { return k.managedBy(obj) == berthv1alpha1.MultiClusterControllerName })))
+	}
+	return b.Complete(shutdown.UntilStopped(d))
+}
+
+// dispatchable passes the events of workloads that have admission checks,
+// or were dispatched: the others have no copies.
+var dispatchable = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return mayDispatch(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return mayDispatch(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return mayDispatch(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return mayDispatch(e.ObjectOld) || mayDispatch(e.ObjectNew) },
+}
+
+func mayDispatch(obj client.Object) bool {
+	wl, ok := obj.(*berthv1alpha1.Workload)
+	return ok && (len(wl.Status.AdmissionChecks) > 0 || wl.Status.ClusterName != "")
+}
+
+// attempt names the workload's current admission: its requeue count.
+func attempt(wl *berthv1alpha1.Workload) string {
+	n := int32(0)
+	if rs := wl.Status.RequeueState; rs != nil {
+		n = ptr.Deref(rs.Count, 0)
+	}
+	return strconv.Itoa(int(n))
+}
+
+// Reconcile dispatches one manager Workload, follows its copy, or deletes
+// the copies it no longer needs.
+func (d *Dispatcher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wl := &berthv1alpha1.Workload{}
+	if err := d.client.Get(ctx, req.NamespacedName, wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted here, deleted there.
+			return ctrl.Result{}, d.deleteCopies(ctx, req.NamespacedName, nil, "")
+		}
+		return ctrl.Result{}, err
+	}
+	key := client.ObjectKeyFromObject(wl)
+	if workload.IsFinished(wl) || !wl.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, d.deleteCopies(ctx, key, nil, "")
+	}
+	k, jobName := ownerOf(wl)
+	var job client.Object
+	if k != nil {
+		job = k.newObject()
+		if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, job); err != nil {
+			if apierrors.IsNotFound(err) {
+				// Deleted here, deleted there, before its Workload is.
+				return ctrl.Result{}, d.deleteCopies(ctx, key, nil, "")
+			}
+			return ctrl.Result{}, err
+		}
+		if !job.GetDeletionTimestamp().IsZero() {
+			return ctrl.Result{}, d.deleteCopies(ctx, key, nil, "")
+		}
+	}
+	ac, st, err := d.checkOf(ctx, wl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ac == nil || !workload.HasQuotaReservation(wl) || workload.IsEvicted(wl) || st.State == berthv1alpha1.CheckStateRetry || st.State == berthv1alpha1.CheckStateRejected {
+		// Back in the queue, or on its way: no worker runs it.
+		if err := d.deleteCopies(ctx, key, nil, ""); err != nil {
+			return ctrl.Result{}, err
+		}
+		if job != nil && wl.Status.ClusterName == "" && k.managedBy(job) == berthv1alpha1.MultiClusterControllerName && k.clear(job) {
+			return ctrl.Result{}, client.IgnoreNotFound(d.client.Status().Update(ctx, job))
+		}
+		return ctrl.Result{}, nil
+	}
+	if k == nil {
+		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRejected,
+			Message: fmt.Sprintf("Check %s dispatches Jobs and JobSets; this workload is not one's", ac.Name)}, "")
+	}
+	if by := k.managedBy(job); by != berthv1alpha1.MultiClusterControllerName {
+		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRejected,
+			Message: fmt.Sprintf("%s %s has spec.managedBy %q: a job that check %s dispatches must have spec.managedBy %s, which can be set only when it is created",
+				k.gvk.Kind, jobName, by, ac.Name, berthv1alpha1.MultiClusterControllerName)}, "")
+	}
+	if wl.Status.ClusterName != "" {
+		return d.follow(ctx, wl, st, k, job)
+	}
+	clusters, why, err := d.clustersOf(ctx, ac)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why != "" {
+		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStatePending, Message: why}, "")
+	}
+	return ctrl.Result{}, d.dispatch(ctx, wl, st, k, job, clusters)
+}
+
+// checkOf is wl's check of berth.dev/multicluster and its state, nil when
+// it has none.
+func (d *Dispatcher) checkOf(ctx context.Context, wl *berthv1alpha1.Workload) (*berthv1alpha1.AdmissionCheck, *berthv1alpha1.AdmissionCheckState, error) {
+	for i := range wl.Status.AdmissionChecks {
+		st := &wl.Status.AdmissionChecks[i]
+		ac := &berthv1alpha1.AdmissionCheck{}
+		if err := d.client.Get(ctx, types.NamespacedName{Name: string(st.Name)}, ac); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, nil, err
+		}
+		if ac.Spec.ControllerName == berthv1alpha1.MultiClusterControllerName {
+			return ac, st, nil
+		}
+	}
+	return nil, nil, nil
+}
+
+// clustersOf are the worker clusters of ac's MultiClusterConfig, or why
+// there are none.
+func (d *Dispatcher) clustersOf(ctx context.Context, ac *berthv1alpha1.AdmissionCheck) ([]string, string, error) {
+	cfg, why, err := configOf(ctx, d.client, ac)
+	if err != nil || why != "" {
+		return nil, why, err
+	}
+	return cfg.Spec.Clusters, "", nil
+}
+
+// setCheck writes the state of wl's check, and the worker it was
+// dispatched to.
+func (d *Dispatcher) setCheck(ctx context.Context, wl *berthv1alpha1.Workload, st berthv1alpha1.AdmissionCheckState, cluster string) error {
+	_, err := workloadwriter.Apply(ctx, d.writer, wl, func(w *berthv1alpha1.Workload) bool {
+		changed := workload.SetCheckState(w, st)
+		if cluster != "" && w.Status.ClusterName != cluster {
+			w.Status.ClusterName, changed = cluster, true
+		}
+		return changed
+	})
+	return client.IgnoreNotFound(err)
+}
+
+// dispatch makes the job's copies in the workers that can be reached, and
+// picks the first whose Berth reserved quota for its copy.
+func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, job client.Object, clusters []string) error {
+	var reached, unreached []string
+	var winner *worker
+	var since time.Time
+	for _, name := range clusters {
+		w := d.workers.get(name)
+		switch {
+		case w == nil:
+			unreached = append(unreached, name)
+			continue
+		case !w.serves(k):
+			unreached = append(unreached, fmt.Sprintf("%s (does not serve %s)", name, k.gvk.GroupKind()))
+			continue
+		}
+		reached = append(reached, name)
+		at, err := d.copyIn(ctx, w, wl, k, job)
+		if err != nil {
+			return err
+		}
+		if !at.IsZero() && (winner == nil || at.Before(since)) {
+			winner, since = w, at
+		}
+	}
+	if winner == nil {
+		msg := fmt.Sprintf("No worker cluster can be reached: %s", strings.Join(unreached, ", "))
+		if len(reached) > 0 {
+			msg = fmt.Sprintf("Copied to worker clusters %s; waiting for the Berth of one of them to admit it", strings.Join(reached, ", "))
+		}
+		return d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStatePending, Message: msg}, "")
+	}
+	if err := d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateReady,
+		Message: fmt.Sprintf("Admitted in worker cluster %s, where it runs", winner.name)}, winner.name); err != nil {
+		return err
+	}
+	return d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, winner.name)
+}
+
+// copyIn makes the job's copy in w unless it is there, and returns when
+// w's Berth reserved quota for it (zero while it has not). A copy of an
+// earlier attempt is deleted, to be made again.
+func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Workload, k *kind, job client.Object) (time.Time, error) {
+	c := k.newObject()
+	err := w.cache.Get(ctx, client.ObjectKeyFromObject(job), c)
+	switch {
+	case apierrors.IsNotFound(err):
+		c = k.copyFor(job, wl, d.origin)
+		if err := w.client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
+			ctrl.LoggerFrom(ctx).Info("Cannot copy the job to the worker", "worker", w.name, "error", err.Error())
+		}
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, err
+	case c.GetAnnotations()[berthv1alpha1.MultiClusterAttemptAnnotation] != attempt(wl) || managerWorkload(c).Name != wl.Name:
+		return time.Time{}, deleteCopy(ctx, w, c)
+	}
+	remote := &berthv1alpha1.Workload{}
+	name := jobframework.WorkloadName(k.gvk, c.GetName(), string(c.GetUID()))
+	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: c.GetNamespace(), Name: name}, remote); err != nil {
+		return time.Time{}, client.IgnoreNotFound(err)
+	}
+	if cond := workload.FindCondition(remote, berthv1alpha1.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+		return cond.LastTransitionTime.Time, nil
+	}
+	return time.Time{}, nil
+}
+
+// follow mirrors the status of the copy that runs in the worker wl was
+// dispatched to onto the job, and asks for the workload to be requeued
+// when that worker has been lost for longer than the timeout, or its copy
+// is gone.
+func (d *Dispatcher) follow(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, job client.Object) (ctrl.Result, error) {
+	name := wl.Status.ClusterName
+	w := d.workers.get(name)
+	if w == nil {
+		lost, err := d.lostFor(ctx, name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if lost < d.lostTimeout {
+			return ctrl.Result{RequeueAfter: d.lostTimeout - lost}, nil
+		}
+		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRetry, RequeueAfterSeconds: ptr.To[int32](0),
+			Message: fmt.Sprintf("Worker cluster %s, where it ran, has not answered for %s (multiCluster.workerLostTimeout %s): requeued, to run elsewhere",
+				name, lost.Truncate(time.Second), d.lostTimeout)}, "")
+	}
+	if err := d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, name); err != nil {
+		return ctrl.Result{}, err
+	}
+	c := k.newObject()
+	err := w.cache.Get(ctx, client.ObjectKeyFromObject(job), c)
+	if apierrors.IsNotFound(err) || err == nil && c.GetAnnotations()[berthv1alpha1.MultiClusterAttemptAnnotation] != attempt(wl) {
+		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRetry, RequeueAfterSeconds: ptr.To[int32](0),
+			Message: fmt.Sprintf("Its copy in worker cluster %s is gone: requeued, to run again", name)}, "")
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	if k.suspended(job) {
+		// The manager runs the job once its Workload is admitted (the
+		// job's change comes back here); its status is the copy's from
+		// then on.
+		return ctrl.Result{}, nil
+	}
+	if k.mirror(job, c) {
+		return ctrl.Result{}, client.IgnoreNotFound(d.client.Status().Update(ctx, job))
+	}
+	return ctrl.Result{}, nil
+}
+
+// lostFor is how long the worker name has not been reachable: since its
+// Active condition became False, or 0 while it is True (its cache not
+// synced yet).
+func (d *Dispatcher) lostFor(ctx context.Context, name string) (time.Duration, error) {
+	wc := &berthv1alpha1.WorkerCluster{}
+	if err := d.client.Get(ctx, types.NamespacedName{Name: name}, wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return d.lostTimeout, nil
+		}
+		return 0, err
+	}
+	c := meta.FindStatusCondition(wc.Status.Conditions, berthv1alpha1.ConditionActive)
+	if c == nil || c.Status == metav1.ConditionTrue {
+		return 0, nil
+	}
+	return time.Since(c.LastTransitionTime.Time), nil
+}
+
+// deleteCopies deletes the copies of the manager Workload key in the
+// connected workers but keep; of kind k, or of every kind when nil.
+func (d *Dispatcher) deleteCopies(ctx context.Context, key types.NamespacedName, k *kind, keep string) error {
+	for _, w := range d.workers.connected() {
+		if w.name == keep {
+			continue
+		}
+		for _, wk := range w.kinds {
+			if k != nil && wk != k {
+				continue
+			}
+			list := wk.newList()
+			if err := w.cache.List(ctx, list, client.InNamespace(key.Namespace)); err != nil {
+				return err
+			}
+			if err := meta.EachListItem(list, func(o runtime.Object) error {
+				c := o.(client.Object)
+				if managerWorkload(c) != key {
+					return nil
+				}
+				return deleteCopy(ctx, w, c)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteCopy deletes a copy in w with its pods, in the background.
+func deleteCopy(ctx context.Context, w *worker, c client.Object) error {
+	if !c.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Deleting a copy", "worker", w.name, "copy", c.GetNamespace()+"/"+c.GetName())
+	err := w.client.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(c.GetUID())})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// wakeAll wakes the dispatcher for every manager Workload with a check of
+// berth.dev/multicluster, or dispatched: a worker came or went.
+func (d *Dispatcher) wakeAll(ctx context.Context) {
+	checks := &berthv1alpha1.AdmissionCheckList{}
+	if err := d.client.List(ctx, checks); err != nil {
+		return
+	}
+	ours := map[berthv1alpha1.AdmissionCheckReference]bool{}
+	for _, ac := range checks.Items {
+		if ac.Spec.ControllerName == berthv1alpha1.MultiClusterControllerName {
+			ours[berthv1alpha1.AdmissionCheckReference(ac.Name)] = true
+		}
+	}
+	wls := &berthv1alpha1.WorkloadList{}
+	if err := d.client.List(ctx, wls, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if wl.Status.ClusterName == "" && !slices.ContainsFunc(wl.Status.AdmissionChecks, func(st berthv1alpha1.AdmissionCheckState) bool { return ours[st.Name] }) {
+			continue
+		}
+		d.workers.events <- event.GenericEvent{Object: &berthv1alpha1.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: wl.Namespace, Name: wl.Name}}}
+	}
+}

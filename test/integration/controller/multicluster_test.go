@@ -1,0 +1,255 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
+	"github.com/berth-dev/berth/pkg/controllermanager"
+	"github.com/berth-dev/berth/pkg/engine/workload"
+	"github.com/berth-dev/berth/pkg/jobframework"
+	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
+	"github.com/berth-dev/berth/test/util/apiserver"
+)
+
+// workerCluster is a worker of the multi-cluster tests: its own API
+// server, and its own Berth.
+type workerCluster struct {
+	name   string
+	server *apiserver.Server
+	// kubeconfig is the administrator's kubeconfig of server.
+	kubeconfig []byte
+}
+
+// startWorker starts a worker: an API server with Berth's and JobSet's
+// CRDs, a Berth for Jobs and JobSets, a flavor and a ClusterQueue of gpus
+// GPUs with LocalQueue main in namespace ns.
+func startWorker(t *testing.T, name, ns, gpus string) *workerCluster {
+	t.Helper()
+	jobset, err := apiserver.ModuleDir("sigs.k8s.io/jobset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := apiserver.Start(apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workerCluster{name: name, server: s}
+	t.Cleanup(func() { _ = s.Stop() })
+	if w.kubeconfig, err = os.ReadFile(s.Kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := runManager(s, webhook.Options{Host: "127.0.0.1", Port: port, CertDir: server.Webhook.LocalServingCertDir}, func(o *controllermanager.Options) {
+		o.Integrations = []string{"batch/job", "jobset.x-k8s.io/jobset"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	ctx := ctxFor(t)
+	flavor := utiltesting.MakeResourceFlavor("gpu")
+	cq := utiltesting.MakeClusterQueue("gpus").ResourceGroup(utiltesting.MakeFlavorQuotas("gpu").Resource("cpu", gpus).Obj()).Obj()
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, flavor, cq, utiltesting.MakeLocalQueue("main", ns, cq.Name)} {
+		if err := s.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// setKubeconfig writes the worker's kubeconfig Secret in the manager, or
+// one pointing at a closed port when broken, as a worker that stopped
+// answering looks.
+func (w *workerCluster) setKubeconfig(t *testing.T, broken bool) {
+	t.Helper()
+	data := w.kubeconfig
+	if broken {
+		data = []byte(strings.Replace(string(data), "server: https://127.0.0.1:", "server: https://127.0.0.1:1#", 1))
+	}
+	waitFor(t, "the kubeconfig Secret of "+w.name, func(ctx context.Context) error {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "berth-system"}}
+		err := server.Client.Get(ctx, client.ObjectKeyFromObject(s), s)
+		if apierrors.IsNotFound(err) {
+			s.Data = map[string][]byte{berthv1alpha1.WorkerClusterKubeConfigKey: data}
+			return server.Client.Create(ctx, s)
+		} else if err != nil {
+			return err
+		}
+		s.Data = map[string][]byte{berthv1alpha1.WorkerClusterKubeConfigKey: data}
+		return server.Client.Update(ctx, s)
+	})
+}
+
+// copyOf waits until the worker's copy of job passes check, and returns it.
+func (w *workerCluster) copyOf(t *testing.T, job *batchv1.Job, what string, check func(*batchv1.Job, error) error) *batchv1.Job {
+	t.Helper()
+	c := &batchv1.Job{}
+	waitFor(t, w.name+": "+what, func(ctx context.Context) error {
+		return check(c, w.server.Client.Get(ctx, client.ObjectKeyFromObject(job), c))
+	})
+	return c
+}
+
+// runs checks that a copy exists and its worker's Berth runs it.
+func runs(c *batchv1.Job, err error) error {
+	if err != nil {
+		return err
+	}
+	if ptr.Deref(c.Spec.Suspend, true) {
+		return fmt.Errorf("the copy is suspended")
+	}
+	return nil
+}
+
+// gone checks that a copy does not exist, or is being deleted.
+func gone(c *batchv1.Job, err error) error {
+	if apierrors.IsNotFound(err) || err == nil && !c.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("the copy is there")
+}
+
+// dispatchedTo checks that the manager's Workload was dispatched to worker.
+func dispatchedTo(worker string) func(*berthv1alpha1.Workload) error {
+	return func(wl *berthv1alpha1.Workload) error {
+		if wl.Status.ClusterName != worker || !workload.IsAdmitted(wl) {
+			return fmt.Errorf("clusterName %q, checks %+v, conditions %v", wl.Status.ClusterName, wl.Status.AdmissionChecks, wl.Status.Conditions)
+		}
+		return nil
+	}
+}
+
+// TestMultiClusterDispatch runs a manager and two workers, each a real
+// API server with its own Berth. A Job that needs 4 GPUs goes to the
+// worker with room for it; its copy in the other is deleted; its copy's
+// status shows on the manager's Job; finished there, it is finished here.
+// A second Job's worker stops answering: after the timeout it is
+// requeued and runs in the other; when the lost worker answers again, the
+// copy left there is deleted. Deleting the Job here deletes its copy
+// there.
+func TestMultiClusterDispatch(t *testing.T) {
+	withManager(t, func(o *controllermanager.Options) {
+		o.MultiCluster.CheckInterval = time.Second
+		o.MultiCluster.WorkerLostTimeout = 3 * time.Second
+	})
+	ns := namespace(t, nil)
+	small := startWorker(t, unique("small"), ns, "2")
+	large := startWorker(t, unique("large"), ns, "8")
+	for _, w := range []*workerCluster{small, large} {
+		w.setKubeconfig(t, false)
+		wc := &berthv1alpha1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w.name},
+			Spec: berthv1alpha1.WorkerClusterSpec{KubeConfig: berthv1alpha1.KubeConfig{Location: w.name}}}
+		mustCreate(t, wc)
+		t.Cleanup(func() {
+			_ = server.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "berth-system"}})
+		})
+	}
+	config := &berthv1alpha1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: unique("workers")},
+		Spec: berthv1alpha1.MultiClusterConfigSpec{Clusters: []string{small.name, large.name}}}
+	check := &berthv1alpha1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: unique("dispatch")}, Spec: berthv1alpha1.AdmissionCheckSpec{
+		ControllerName: berthv1alpha1.MultiClusterControllerName,
+		Parameters:     &berthv1alpha1.AdmissionCheckParametersReference{APIGroup: "berth.dev", Kind: "MultiClusterConfig", Name: config.Name},
+	}}
+	flavor := utiltesting.MakeResourceFlavor(unique("gpu"))
+	cq := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor.Name).Resource("cpu", "16").Obj()).Obj()
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	cq.Spec.AdmissionChecks = []berthv1alpha1.AdmissionCheckReference{berthv1alpha1.AdmissionCheckReference(check.Name)}
+	mustCreate(t, config, check, flavor, cq)
+	waitForClusterQueue(t, cq.Name, activeIs(metav1.ConditionTrue, berthv1alpha1.ReasonReady, ""))
+	mustCreate(t, utiltesting.MakeLocalQueue("main", ns, cq.Name))
+
+	// Dispatched to the worker with room.
+	job := utiltesting.MakeJob("train", ns).Queue("main").Parallelism(4).Request("cpu", "1").Obj()
+	mustCreate(t, job)
+	if got := ptr.Deref(job.Spec.ManagedBy, ""); got != berthv1alpha1.MultiClusterControllerName {
+		t.Fatalf("the webhook set spec.managedBy %q, want %s", got, berthv1alpha1.MultiClusterControllerName)
+	}
+	workloadOf(t, job, "dispatched to the large worker", dispatchedTo(large.name))
+	jobState(t, job, false)
+	c := large.copyOf(t, job, "the copy runs", runs)
+	if c.Labels[berthv1alpha1.MultiClusterOriginLabel] != "berth" || c.Spec.ManagedBy != nil {
+		t.Fatalf("copy labels %v managedBy %v", c.Labels, c.Spec.ManagedBy)
+	}
+	small.copyOf(t, job, "no copy in the small worker", gone)
+	remote := &berthv1alpha1.Workload{}
+	key := client.ObjectKey{Namespace: ns, Name: jobframework.WorkloadName(batchv1.SchemeGroupVersion.WithKind("Job"), c.Name, string(c.UID))}
+	if err := large.server.Client.Get(ctxFor(t), key, remote); err != nil || remote.Labels[berthv1alpha1.MultiClusterOriginLabel] != "berth" {
+		t.Fatalf("the worker's Workload %v: labels %v", err, remote.Labels)
+	}
+
+	// Its status mirrored, to the end.
+	waitFor(t, "the copy's pods ready", func(ctx context.Context) error {
+		cur := &batchv1.Job{}
+		if err := large.server.Client.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+			return err
+		}
+		cur.Status.StartTime = ptr.To(metav1.Now())
+		cur.Status.Active, cur.Status.Ready = 4, ptr.To[int32](4)
+		return large.server.Client.Status().Update(ctx, cur)
+	})
+	workloadOf(t, job, "pods ready in the manager", conditionIs(berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, ""))
+	finishJobIn(t, large.server.Client, c)
+	workloadOf(t, job, "finished in the manager", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
+	large.copyOf(t, job, "the finished copy deleted", gone)
+
+	// A worker lost: its job runs in the other one.
+	second := utiltesting.MakeJob("second", ns).Queue("main").Parallelism(2).Request("cpu", "1").Obj()
+	mustCreate(t, second)
+	var first, other *workerCluster
+	workloadOf(t, second, "the second job dispatched", func(wl *berthv1alpha1.Workload) error {
+		switch wl.Status.ClusterName {
+		case small.name:
+			first, other = small, large
+		case large.name:
+			first, other = large, small
+		default:
+			return fmt.Errorf("not dispatched: checks %+v", wl.Status.AdmissionChecks)
+		}
+		return nil
+	})
+	first.copyOf(t, second, "the second job's copy runs", runs)
+	first.setKubeconfig(t, true)
+	workloadOf(t, second, "requeued and dispatched to the other worker", dispatchedTo(other.name))
+	other.copyOf(t, second, "the second job runs in the other worker", runs)
+	first.copyOf(t, second, "the lost copy still there while its worker is lost", func(_ *batchv1.Job, err error) error { return err })
+	first.setKubeconfig(t, false)
+	first.copyOf(t, second, "the lost copy deleted when the worker returns", gone)
+	other.copyOf(t, second, "the second job still runs in the other worker", runs)
+
+	// Deleted here, deleted there.
+	if err := server.Client.Delete(ctxFor(t), second, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	other.copyOf(t, second, "the copy deleted with the job", gone)
+}
