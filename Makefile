@@ -32,9 +32,13 @@ help: ## List the targets.
 demo: ## Start the local cluster, install Berth, apply the samples and show them.
 	hack/demo.sh
 
+# WORKERS is the number of worker clusters make local-up starts beside the
+# local cluster (hack/local-worker.sh).
+WORKERS ?= 0
+
 .PHONY: local-up
-local-up: ## Start the local cluster (idempotent); prints the KUBECONFIG to use.
-	hack/local-up.sh
+local-up: ## Start the local cluster (idempotent), with WORKERS=N worker clusters beside it; prints the KUBECONFIG to use.
+	WORKERS=$(WORKERS) hack/local-up.sh
 
 .PHONY: local-down
 local-down: ## Stop the local cluster and every process of it.

@@ -10,13 +10,23 @@
 # 8460+N), log and pid
 # under _output/local/berth-N: the high-availability tests run two, behind
 # a proxy on 9443 that stands in for the Service of a cluster.
+#
+# BERTH_WORKER=I starts the Berth of worker cluster I instead
+# (hack/local-worker.sh), with its own ports (webhook 9470+I, metrics
+# 18180+2I, probes 18181+2I, visibility 8470+I), for Jobs and JobSets, its
+# log and pid under _output/local/worker-I/berth.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPLICA=${BERTH_REPLICA:-}
+WORKER=${BERTH_WORKER:-}
 OUT=$ROOT/_output/local/berth${REPLICA:+-$REPLICA}
 CONFIG=${BERTH_CONFIG:-$ROOT/config/local/berth.yaml}
 export KUBECONFIG=$ROOT/_output/local/kubeconfig
+if [[ -n $WORKER ]]; then
+	OUT=$ROOT/_output/local/worker-$WORKER/berth
+	KUBECONFIG=$ROOT/_output/local/worker-$WORKER/kubeconfig
+fi
 KUBECTL=("$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG")
 mkdir -p "$OUT"
 
@@ -48,6 +58,16 @@ if [[ -n $REPLICA ]]; then
 		-e "s#127.0.0.1:18081#127.0.0.1:$((18081 + 2 * REPLICA))#" \
 		-e "s#bindAddress: :8444#bindAddress: :$((8460 + REPLICA))#" \
 		-e "s#certDir: _output/local/berth/certs#certDir: ${OUT#"$ROOT"/}/certs#" \
+		"$ROOT/config/local/berth.yaml" >"$CONFIG"
+fi
+if [[ -n $WORKER ]]; then
+	CONFIG=$OUT/berth.yaml
+	sed -e "s#port: 9443#port: $((9470 + WORKER))#" \
+		-e "s#127.0.0.1:18080#127.0.0.1:$((18180 + 2 * WORKER))#" \
+		-e "s#127.0.0.1:18081#127.0.0.1:$((18181 + 2 * WORKER))#" \
+		-e "s#bindAddress: :8444#bindAddress: :$((8470 + WORKER))#" \
+		-e "s#certDir: _output/local/berth/certs#certDir: ${OUT#"$ROOT"/}/certs#" \
+		-e "/^  - [a-z]/{/batch\/job\|jobset/!d}" \
 		"$ROOT/config/local/berth.yaml" >"$CONFIG"
 fi
 

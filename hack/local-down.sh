@@ -4,6 +4,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+for dir in "$ROOT"/_output/local/worker-*/; do
+	if [[ -d $dir ]]; then
+		i=${dir%/}
+		"$ROOT/hack/local-worker.sh" down "${i##*-}" || true
+	fi
+done
 export KWOK_WORKDIR=$ROOT/_output/local/kwok
 for pidfile in "$ROOT"/_output/local/{berth,berth-*,jobset,lws,ray,trainer,autoscalerdouble}/pid; do
 	if [[ -f $pidfile ]]; then

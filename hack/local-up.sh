@@ -7,7 +7,8 @@
 # webhooks, the Berth, JobSet and LeaderWorkerSet controllers as local
 # processes, and the test double of cluster-autoscaler
 # (test/autoscalerdouble), which answers ProvisioningRequests with kwok
-# nodes. Idempotent: a cluster that is already up is kept; the three
+# nodes; with WORKERS=N, N worker clusters beside it (hack/local-worker.sh).
+# Idempotent: a cluster that is already up is kept; the three
 # controllers and the test double are restarted, Berth's controller and the
 # test double rebuilt from this tree.
 set -euo pipefail
@@ -157,6 +158,11 @@ fi
 (cd "$ROOT" && exec nohup bin/autoscalerdouble --kubeconfig "$KUBECONFIG" >>"$OUT/autoscalerdouble/autoscalerdouble.log" 2>&1) &
 echo $! >"$OUT/autoscalerdouble/pid"
 echo "local-up: started the test double of cluster-autoscaler; its log is ${OUT#"$ROOT"/}/autoscalerdouble/autoscalerdouble.log"
+
+# WORKERS=N starts N worker clusters beside it, worker-1 to worker-N.
+for i in $(seq 1 "${WORKERS:-0}"); do
+	"$ROOT/hack/local-worker.sh" up "$i"
+done
 
 echo "local-up: the cluster is up; logs are under ${OUT#"$ROOT"/}/kwok/clusters/$CLUSTER/logs"
 echo "export KUBECONFIG=$KUBECONFIG"

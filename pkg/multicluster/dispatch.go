@@ -132,7 +132,10 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := d.deleteCopies(ctx, key, nil, ""); err != nil {
 			return ctrl.Result{}, err
 		}
-		if job != nil && wl.Status.ClusterName == "" && k.managedBy(job) == berthv1alpha1.MultiClusterControllerName && k.clear(job) {
+		// The status its copy had goes once the manager stopped the job:
+		// a Job whose status has a start time cannot have its template
+		// restored.
+		if job != nil && k.suspended(job) && k.managedBy(job) == berthv1alpha1.MultiClusterControllerName && k.clear(job) {
 			return ctrl.Result{}, client.IgnoreNotFound(d.client.Status().Update(ctx, job))
 		}
 		return ctrl.Result{}, nil

@@ -27,6 +27,9 @@ const (
 	CheckInterval = 30 * time.Second
 	// ProbeTimeout bounds one question to a worker's API server.
 	ProbeTimeout = 10 * time.Second
+	// lostCheckInterval is how often a worker that cannot be reached is
+	// asked again.
+	lostCheckInterval = 3 * time.Second
 )
 
 // WorkerClusterReconciler keeps the Active condition of WorkerClusters;
@@ -112,6 +115,11 @@ func (r *WorkerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if err := r.client.Status().Update(ctx, wc); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+	}
+	if status != metav1.ConditionTrue {
+		// A worker that came back is seen within seconds, so that a copy
+		// left there while it was lost is deleted soon.
+		return ctrl.Result{RequeueAfter: min(r.interval, lostCheckInterval)}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.interval}, nil
 }

@@ -84,6 +84,11 @@ func noPanicLogged(logFile string, from int64) error {
 
 // kubectl runs the real kubectl against the local cluster.
 func kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	return kubectlAt(ctx, kubeconfig, stdin, args...)
+}
+
+// kubectlAt runs the real kubectl against the cluster of a kubeconfig.
+func kubectlAt(ctx context.Context, kubeconfig, stdin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
