@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -159,7 +160,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if why != "" {
 		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStatePending, Message: why}, "")
 	}
-	return ctrl.Result{}, d.dispatch(ctx, wl, st, k, job, clusters)
+	return d.dispatch(ctx, wl, st, k, job, clusters)
 }
 
 // checkOf is wl's check of berth.dev/multicluster and its state, nil when
@@ -206,7 +207,7 @@ func (d *Dispatcher) setCheck(ctx context.Context, wl *berthv1alpha1.Workload, s
 
 // dispatch makes the job's copies in the workers that can be reached, and
 // picks the first whose Berth reserved quota for its copy.
-func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, job client.Object, clusters []string) error {
+func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, job client.Object, clusters []string) (ctrl.Result, error) {
 	var reached, unreached []string
 	var winner *worker
 	var since time.Time
@@ -214,34 +215,58 @@ func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, s
 		w := d.workers.get(name)
 		switch {
 		case w == nil:
-			unreached = append(unreached, name)
+			unreached = append(unreached, name+" (not reachable)")
 			continue
 		case !w.serves(k):
 			unreached = append(unreached, fmt.Sprintf("%s (does not serve %s)", name, k.gvk.GroupKind()))
 			continue
 		}
-		reached = append(reached, name)
 		at, err := d.copyIn(ctx, w, wl, k, job)
-		if err != nil {
-			return err
+		var failed *copyError
+		if errors.As(err, &failed) {
+			unreached = append(unreached, failed.Error())
+			continue
+		} else if err != nil {
+			return ctrl.Result{}, err
 		}
+		reached = append(reached, name)
 		if !at.IsZero() && (winner == nil || at.Before(since)) {
 			winner, since = w, at
 		}
 	}
 	if winner == nil {
-		msg := fmt.Sprintf("No worker cluster can be reached: %s", strings.Join(unreached, ", "))
+		msg := "No worker cluster can be reached"
 		if len(reached) > 0 {
 			msg = fmt.Sprintf("Copied to worker clusters %s; waiting for the Berth of one of them to admit it", strings.Join(reached, ", "))
 		}
-		return d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStatePending, Message: msg}, "")
+		if len(unreached) > 0 {
+			msg += "; not to " + strings.Join(unreached, ", ")
+		}
+		res := ctrl.Result{}
+		if len(unreached) > 0 {
+			// A worker that comes back wakes the dispatcher; a copy that
+			// failed is tried again.
+			res.RequeueAfter = copyRetry
+		}
+		return res, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStatePending, Message: msg}, "")
 	}
 	if err := d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateReady,
 		Message: fmt.Sprintf("Admitted in worker cluster %s, where it runs", winner.name)}, winner.name); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
-	return d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, winner.name)
+	return ctrl.Result{}, d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, winner.name)
 }
+
+// copyRetry is how soon a copy that a worker refused is tried again.
+const copyRetry = 30 * time.Second
+
+// copyError is a worker's refusal of a copy.
+type copyError struct {
+	worker string
+	err    error
+}
+
+func (e *copyError) Error() string { return fmt.Sprintf("%s (the copy was refused: %v)", e.worker, e.err) }
 
 // copyIn makes the job's copy in w unless it is there, and returns when
 // w's Berth reserved quota for it (zero while it has not). A copy of an
@@ -253,7 +278,8 @@ func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Wo
 	case apierrors.IsNotFound(err):
 		c = k.copyFor(job, wl, d.origin)
 		if err := w.client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
-			ctrl.LoggerFrom(ctx).Info("Cannot copy the job to the worker", "worker", w.name, "error", err.Error())
+			// Its namespace missing there, say: the check's message says so.
+			return time.Time{}, &copyError{worker: w.name, err: err}
 		}
 		return time.Time{}, nil
 	case err != nil:

@@ -97,6 +97,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 func (r *WorkerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wc := &berthv1alpha1.WorkerCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, wc); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Nothing is dispatched to a worker that is gone; what ran
+			// there is requeued after the timeout.
+			r.workers.disconnect(ctx, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	status, reason, msg, kubeconfig := r.check(ctx, wc)

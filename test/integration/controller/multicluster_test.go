@@ -13,10 +13,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/controllermanager"
@@ -222,6 +224,57 @@ func TestMultiClusterDispatch(t *testing.T) {
 	finishJobIn(t, large.server.Client, c)
 	workloadOf(t, job, "finished in the manager", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
 	large.copyOf(t, job, "the finished copy deleted", gone)
+
+	// A JobSet too.
+	js := &jobsetapi.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns, Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}},
+		Spec:       jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{replicatedJob("driver", 1, 1), replicatedJob("workers", 2, 1)}},
+	}
+	mustCreate(t, js)
+	if got := ptr.Deref(js.Spec.ManagedBy, ""); got != berthv1alpha1.MultiClusterControllerName {
+		t.Fatalf("the webhook set the JobSet's spec.managedBy %q", got)
+	}
+	jsWorkload := func(what string, check func(*berthv1alpha1.Workload) error) {
+		t.Helper()
+		waitFor(t, what, func(ctx context.Context) error {
+			cur := &jobsetapi.JobSet{}
+			if err := server.Client.Get(ctx, client.ObjectKeyFromObject(js), cur); err != nil {
+				return err
+			}
+			wl := &berthv1alpha1.Workload{}
+			key := client.ObjectKey{Namespace: ns, Name: jobframework.WorkloadName(jobsetapi.GroupVersion.WithKind("JobSet"), cur.Name, string(cur.UID))}
+			if err := server.Client.Get(ctx, key, wl); err != nil {
+				return err
+			}
+			return check(wl)
+		})
+	}
+	jsWorkload("the JobSet dispatched to the large worker", dispatchedTo(large.name))
+	jsCopy := &jobsetapi.JobSet{}
+	waitFor(t, "the JobSet's copy runs in the large worker", func(ctx context.Context) error {
+		if err := large.server.Client.Get(ctx, client.ObjectKeyFromObject(js), jsCopy); err != nil {
+			return err
+		}
+		if ptr.Deref(jsCopy.Spec.Suspend, true) || jsCopy.Spec.ManagedBy != nil {
+			return fmt.Errorf("suspend %v managedBy %v", jsCopy.Spec.Suspend, jsCopy.Spec.ManagedBy)
+		}
+		return nil
+	})
+	waitFor(t, "completing the JobSet's copy", func(ctx context.Context) error {
+		if err := large.server.Client.Get(ctx, client.ObjectKeyFromObject(js), jsCopy); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&jsCopy.Status.Conditions, metav1.Condition{Type: string(jobsetapi.JobSetCompleted), Status: metav1.ConditionTrue, Reason: "AllJobsCompleted", Message: "done"})
+		return large.server.Client.Status().Update(ctx, jsCopy)
+	})
+	jsWorkload("the JobSet finished in the manager", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
+	waitFor(t, "the JobSet's copy deleted", func(ctx context.Context) error {
+		err := large.server.Client.Get(ctx, client.ObjectKeyFromObject(js), &jobsetapi.JobSet{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("the copy is there (%v)", err)
+	})
 
 	// A worker lost: its job runs in the other one.
 	second := utiltesting.MakeJob("second", ns).Queue("main").Parallelism(2).Request("cpu", "1").Obj()
