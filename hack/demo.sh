@@ -2,8 +2,9 @@
 # The newcomer's first command: starts the local cluster with Berth, applies
 # config/samples and walks through admission, borrowing, reclaim by
 # preemption and a waiting job, then an inference Deployment that borrows
-# training's GPUs and gives them back, printing what kubectl shows at each
-# step.
+# training's GPUs and gives them back, nodes from the cluster autoscaler,
+# and a job dispatched to whichever of two worker clusters has GPUs free,
+# printing what kubectl shows at each step.
 # It leaves the cluster up.
 set -euo pipefail
 
@@ -145,6 +146,55 @@ why() {
 	echo "$1 waits: $(kubectl get wl "$(workload_of "$1")" -o jsonpath='{.status.conditions[?(@.type=="QuotaReserved")].message}')"
 }
 
+# worker I ARGS... runs kubectl against worker cluster I.
+worker() {
+	local i=$1
+	shift
+	kubectl --kubeconfig "$ROOT/_output/local/worker-$i/kubeconfig" -n default "$@"
+}
+
+# worker_job I NAME PODS GPUS_PER_POD submits a Job to worker I's own queue
+# remote, as a team of that cluster would.
+worker_job() {
+	worker "$1" apply -f - >/dev/null <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: $2, labels: {berth.dev/queue-name: remote}}
+spec:
+  parallelism: $3
+  completions: $3
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.example/$2:latest
+        resources:
+          requests: {cpu: "4", memory: 32Gi, nvidia.com/gpu: "$4"}
+          limits: {nvidia.com/gpu: "$4"}
+YAML
+}
+
+# active_workers N says whether N WorkerClusters are active.
+active_workers() {
+	[[ $(kubectl get workerclusters -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Active")].status}{"\n"}{end}' | grep -c '^True$') == "$1" ]]
+}
+
+# worker_running I JOB N says whether N pods of the job run in worker I.
+worker_running() {
+	[[ $(worker "$1" get pods -l job-name="$2" --field-selector=status.phase=Running -o name | grep -c .) == "$3" ]]
+}
+
+# dispatched JOB says whether the job's Workload was dispatched to a worker.
+dispatched() {
+	[[ -n $(kubectl get wl "$(workload_of "$1")" -o jsonpath='{.status.clusterName}') ]]
+}
+
+# mirrored JOB N says whether the manager's Job shows N active pods.
+mirrored() {
+	[[ $(kubectl get job "$1" -o jsonpath='{.status.active}') == "$2" ]]
+}
+
 "$ROOT/hack/local-up.sh"
 (cd "$ROOT" && go build -o bin/ ./cmd/kubectl-berth)
 kubectl delete jobs,deployments,events --all -n default --wait=false >/dev/null 2>&1 || true
@@ -222,7 +272,32 @@ show get nodes -l autoscaling.x-k8s.io/provisioning-request
 poll "finetune's pods on the new nodes" on_cloud finetune 2
 show get pods -l job-name=finetune -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,REQUEST:.metadata.annotations.autoscaling\.x-k8s\.io/consume-provisioning-request'
 
+step "Beyond one cluster: two worker clusters, each with its own control plane, nodes and Berth; a job sent to queue remote runs in whichever has GPUs free"
+for i in 1 2; do
+	"$ROOT/hack/local-worker.sh" up "$i" | grep -v '^local-up: '
+	worker "$i" delete jobs --all --wait=false >/dev/null 2>&1 || true
+	worker "$i" apply -f "$ROOT/config/samples/multicluster/worker.yaml" -f "$ROOT/config/samples/04-workloadpriorityclasses.yaml" >/dev/null
+done
+kubectl apply -f "$ROOT/config/samples/multicluster/manager.yaml" >/dev/null
+echo "applied config/samples/multicluster: in each worker a flavor, ClusterQueue gpus of 16 H100 GPUs and LocalQueue remote; in the manager the MultiClusterConfig and AdmissionCheck workers and ClusterQueue remote"
+poll "both workers active" active_workers 2
+show get workerclusters
+worker_job 1 busy 2 8
+poll "worker-1 busy with its own 16-GPU job" worker_running 1 busy 2
+echo "worker-1's own team runs busy there: all its 16 GPUs"
+job abroad remote research 2 4 h100
+poll "abroad dispatched" dispatched abroad
+echo "abroad: $(kubectl get wl "$(workload_of abroad)" -o jsonpath='{.status.admissionChecks[0].name}: {.status.admissionChecks[0].state}, {.status.admissionChecks[0].message}')"
+show get wl "$(workload_of abroad)" -o custom-columns='NAME:.metadata.name,QUEUE:.spec.queueName,ADMITTED:.status.conditions[?(@.type=="Admitted")].status,CLUSTER:.status.clusterName'
+poll "abroad's pods running in worker-2" worker_running 2 abroad 2
+echo "\$ kubectl --kubeconfig _output/local/worker-2/kubeconfig get pods -l job-name=abroad"
+worker 2 get pods -l job-name=abroad -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,STATUS:.status.phase'
+poll "abroad's status on the manager's Job" mirrored abroad 2
+echo "In the manager, the Job runs no pod here; its status is its copy's:"
+show get job abroad -o custom-columns='NAME:.metadata.name,MANAGED BY:.spec.managedBy,ACTIVE:.status.active,READY:.status.ready'
+
 step "The cluster is up"
 echo "Use it:   export KUBECONFIG=$KUBECONFIG"
 echo "          $ROOT/bin/k8s/kubectl get cq,lq,wl"
+echo "Workers:  _output/local/worker-1/kubeconfig, _output/local/worker-2/kubeconfig"
 echo "Stop it:  make local-down"

@@ -37,12 +37,15 @@ func TestKubectlSamplesAndColumns(t *testing.T) {
 		t.Fatalf("kubectl apply -f config/samples: %v\n%s%s", err, out, errOut)
 	}
 	t.Cleanup(func() { _, _, _ = server.Kubectl(t.Context(), "delete", "--wait=false", "-f", samples) })
-	// The local cluster's fabric: a Topology and the flavor that names it.
-	topology := filepath.Join(samples, "topology")
-	if out, errOut, err := server.Kubectl(ctx, "apply", "-f", topology); err != nil {
-		t.Fatalf("kubectl apply -f config/samples/topology: %v\n%s%s", err, out, errOut)
+	// The local cluster's fabric: a Topology and the flavor that names it;
+	// dispatch to worker clusters, the manager's side and a worker's.
+	for _, dir := range []string{"topology", "multicluster"} {
+		path := filepath.Join(samples, dir)
+		if out, errOut, err := server.Kubectl(ctx, "apply", "-f", path); err != nil {
+			t.Fatalf("kubectl apply -f config/samples/%s: %v\n%s%s", dir, err, out, errOut)
+		}
+		t.Cleanup(func() { _, _, _ = server.Kubectl(t.Context(), "delete", "--wait=false", "-f", path) })
 	}
-	t.Cleanup(func() { _, _, _ = server.Kubectl(t.Context(), "delete", "--wait=false", "-f", topology) })
 	wl := `apiVersion: berth.dev/v1alpha1
 kind: Workload
 metadata: {name: kubectl-columns, namespace: default}
