@@ -155,6 +155,11 @@ perf-pods: ## On the local cluster (started if need be): admit 1,000 single pods
 	hack/local-up.sh
 	go test -count=1 -run '^$$' -bench 'AdmitPodsBesideJobs|ElasticJobs' -benchtime 1x -timeout 45m ./test/e2e/
 
+.PHONY: perf-dispatch
+perf-dispatch: ## Against real API servers: admit 200 one-pod Jobs in the manager's own ClusterQueue, then dispatch 200 to two worker clusters, each with its own Berth; admissions per second each way (BERTH_DISPATCH_JOBS=N for another count).
+	@hack/toolchain.sh etcd kube
+	go test -count=1 -run '^$$' -bench Dispatch -benchtime 1x ./test/integration/controller/
+
 .PHONY: perf-check
 perf-check: ## Fail when the last baseline summary misses the benchmark's targets.
 	go run ./test/performance/scheduler/cmd/perf check

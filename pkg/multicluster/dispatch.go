@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -30,6 +32,9 @@ import (
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
+
+// dispatchConcurrency is how many workloads are dispatched at once.
+const dispatchConcurrency = 8
 
 // Dispatcher runs the admission checks of berth.dev/multicluster: see the
 // package documentation.
@@ -49,7 +54,9 @@ type Dispatcher struct {
 // manager's Workloads that have admission checks, and every change of
 // the copies in the workers.
 func (d *Dispatcher) SetupWithManager(mgr ctrl.Manager) error {
+	// Each dispatch waits on the workers' API servers: several at once.
 	b := ctrl.NewControllerManagedBy(mgr).Named("multicluster-dispatch").
+		WithOptions(controller.Options{MaxConcurrentReconciles: dispatchConcurrency}).
 		For(&berthv1alpha1.Workload{}, builder.WithPredicates(dispatchable)).
 		WatchesRawSource(source.Channel(d.workers.events, &handler.EnqueueRequestForObject{}))
 	for i := range kinds {
@@ -221,13 +228,16 @@ func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, s
 			unreached = append(unreached, fmt.Sprintf("%s (does not serve %s)", name, k.gvk.GroupKind()))
 			continue
 		}
-		at, err := d.copyIn(ctx, w, wl, k, job)
+		at, why, err := d.copyIn(ctx, w, wl, k, job)
 		var failed *copyError
 		if errors.As(err, &failed) {
 			unreached = append(unreached, failed.Error())
 			continue
 		} else if err != nil {
 			return ctrl.Result{}, err
+		}
+		if why != "" {
+			name += " (" + why + ")"
 		}
 		reached = append(reached, name)
 		if !at.IsZero() && (winner == nil || at.Before(since)) {
@@ -269,9 +279,10 @@ type copyError struct {
 func (e *copyError) Error() string { return fmt.Sprintf("%s (the copy was refused: %v)", e.worker, e.err) }
 
 // copyIn makes the job's copy in w unless it is there, and returns when
-// w's Berth reserved quota for it (zero while it has not). A copy of an
-// earlier attempt is deleted, to be made again.
-func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Workload, k *kind, job client.Object) (time.Time, error) {
+// w's Berth reserved quota for it (zero while it has not) or, while it
+// waits, why, as w's Berth says. A copy of an earlier attempt is deleted,
+// to be made again.
+func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Workload, k *kind, job client.Object) (time.Time, string, error) {
 	c := k.newObject()
 	err := w.cache.Get(ctx, client.ObjectKeyFromObject(job), c)
 	switch {
@@ -279,23 +290,41 @@ func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Wo
 		c = k.copyFor(job, wl, d.origin)
 		if err := w.client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
 			// Its namespace missing there, say: the check's message says so.
-			return time.Time{}, &copyError{worker: w.name, err: err}
+			return time.Time{}, "", &copyError{worker: w.name, err: err}
 		}
-		return time.Time{}, nil
+		return time.Time{}, "", nil
 	case err != nil:
-		return time.Time{}, err
+		return time.Time{}, "", err
 	case c.GetAnnotations()[berthv1alpha1.MultiClusterAttemptAnnotation] != attempt(wl) || managerWorkload(c).Name != wl.Name:
-		return time.Time{}, deleteCopy(ctx, w, c)
+		return time.Time{}, "", deleteCopy(ctx, w, c)
 	}
 	remote := &berthv1alpha1.Workload{}
 	name := jobframework.WorkloadName(k.gvk, c.GetName(), string(c.GetUID()))
 	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: c.GetNamespace(), Name: name}, remote); err != nil {
-		return time.Time{}, client.IgnoreNotFound(err)
+		return time.Time{}, "", client.IgnoreNotFound(err)
 	}
-	if cond := workload.FindCondition(remote, berthv1alpha1.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
-		return cond.LastTransitionTime.Time, nil
+	cond := workload.FindCondition(remote, berthv1alpha1.WorkloadQuotaReserved)
+	switch {
+	case cond == nil:
+		return time.Time{}, "", nil
+	case cond.Status == metav1.ConditionTrue:
+		return cond.LastTransitionTime.Time, "", nil
 	}
-	return time.Time{}, nil
+	return time.Time{}, truncate(cond.Message, maxWhy), nil
+}
+
+// maxWhy bounds what the check's message says of each worker's wait.
+const maxWhy = 512
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // follow mirrors the status of the copy that runs in the worker wl was

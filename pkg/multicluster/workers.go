@@ -23,6 +23,12 @@ import (
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 )
 
+// The rate of the requests to one worker.
+const (
+	workerQPS   = 100
+	workerBurst = 200
+)
+
 // worker is one connected worker cluster: a client for its writes and a
 // cache of the copies made there by this manager (the objects with its
 // origin label), whose every change wakes the manager Workload they are
@@ -172,6 +178,10 @@ func (ws *workers) newWorker(name string, kubeconfig []byte) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	// client-go's default, 5 requests a second, would let a burst of
+	// admissions reach a worker at 2 a second: each makes a copy there and
+	// deletes it from the others.
+	cfg.QPS, cfg.Burst = workerQPS, workerBurst
 	c, err := client.New(cfg, client.Options{Scheme: ws.scheme})
 	if err != nil {
 		return nil, fmt.Errorf("client of worker %s: %w", name, err)

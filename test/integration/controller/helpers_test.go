@@ -27,7 +27,7 @@ var seq atomic.Int32
 // unique makes a name unique in the suite, for cluster-scoped objects.
 func unique(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
 
-func ctxFor(t *testing.T) context.Context {
+func ctxFor(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*timeout)
 	t.Cleanup(cancel)
@@ -35,7 +35,7 @@ func ctxFor(t *testing.T) context.Context {
 }
 
 // namespace creates a namespace for one test.
-func namespace(t *testing.T, labels map[string]string) string {
+func namespace(t testing.TB, labels map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unique("ns"), Labels: labels}}
 	mustCreate(t, ns)
@@ -44,7 +44,7 @@ func namespace(t *testing.T, labels map[string]string) string {
 }
 
 // mustCreate creates objects and deletes them when the test ends.
-func mustCreate(t *testing.T, objs ...client.Object) {
+func mustCreate(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, obj := range objs {
 		if err := server.Client.Create(ctxFor(t), obj); err != nil {
@@ -58,7 +58,7 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 
 // waitFor polls check until it returns nil, and fails the test with its
 // last error when it does not in time.
-func waitFor(t *testing.T, what string, check func(ctx context.Context) error) {
+func waitFor(t testing.TB, what string, check func(ctx context.Context) error) {
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextTimeout(ctxFor(t), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -192,7 +192,7 @@ func usageIs(cq *berthv1alpha1.ClusterQueue, total, borrowed string) error {
 
 // dumpOnFailure logs the workloads of a namespace if the test fails, so
 // that a failure in CI says what state they were in.
-func dumpOnFailure(t *testing.T, ns string) {
+func dumpOnFailure(t testing.TB, ns string) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

@@ -134,7 +134,7 @@ func TestWaitingMessageHasNumbers(t *testing.T) {
 	workloadOf(t, job, "a pending message with numbers", pendingWith("needs 3 cpu, 2 available"))
 }
 
-func waitForClusterQueue(t *testing.T, name string, check func(*berthv1alpha1.ClusterQueue) error) {
+func waitForClusterQueue(t testing.TB, name string, check func(*berthv1alpha1.ClusterQueue) error) {
 	t.Helper()
 	waitFor(t, "ClusterQueue "+name, func(ctx context.Context) error {
 		cq := &berthv1alpha1.ClusterQueue{}

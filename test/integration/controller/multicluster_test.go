@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ type workerCluster struct {
 // startWorker starts a worker: an API server with Berth's and JobSet's
 // CRDs, a Berth for Jobs and JobSets, a flavor and a ClusterQueue of gpus
 // GPUs with LocalQueue main in namespace ns.
-func startWorker(t *testing.T, name, ns, gpus string) *workerCluster {
+func startWorker(t testing.TB, name, ns, gpus string) *workerCluster {
 	t.Helper()
 	jobset, err := apiserver.ModuleDir("sigs.k8s.io/jobset")
 	if err != nil {
@@ -90,7 +91,7 @@ func freePort() (int, error) {
 // setKubeconfig writes the worker's kubeconfig Secret in the manager, or
 // one pointing at a closed port when broken, as a worker that stopped
 // answering looks.
-func (w *workerCluster) setKubeconfig(t *testing.T, broken bool) {
+func (w *workerCluster) setKubeconfig(t testing.TB, broken bool) {
 	t.Helper()
 	data := w.kubeconfig
 	if broken {
@@ -152,6 +153,44 @@ func dispatchedTo(worker string) func(*berthv1alpha1.Workload) error {
 	}
 }
 
+// multiClusterQueue makes in the manager the WorkerClusters of workers
+// and their Secrets, a MultiClusterConfig and an AdmissionCheck of
+// berth.dev/multicluster naming them, and a ClusterQueue of cpus CPUs with
+// the check, whose name it returns.
+func multiClusterQueue(t testing.TB, ns, cpus string, workers ...*workerCluster) string {
+	t.Helper()
+	var names []string
+	for _, w := range workers {
+		w.setKubeconfig(t, false)
+		wc := &berthv1alpha1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w.name},
+			Spec: berthv1alpha1.WorkerClusterSpec{KubeConfig: berthv1alpha1.KubeConfig{Location: w.name}}}
+		mustCreate(t, wc)
+		t.Cleanup(func() {
+			_ = server.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "berth-system"}})
+		})
+		names = append(names, w.name)
+	}
+	config := &berthv1alpha1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: unique("workers")},
+		Spec: berthv1alpha1.MultiClusterConfigSpec{Clusters: names}}
+	check := &berthv1alpha1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: unique("dispatch")}, Spec: berthv1alpha1.AdmissionCheckSpec{
+		ControllerName: berthv1alpha1.MultiClusterControllerName,
+		Parameters:     &berthv1alpha1.AdmissionCheckParametersReference{APIGroup: "berth.dev", Kind: "MultiClusterConfig", Name: config.Name},
+	}}
+	flavor, cq := cpuQueue(cpus)
+	cq.Spec.AdmissionChecks = []berthv1alpha1.AdmissionCheckReference{berthv1alpha1.AdmissionCheckReference(check.Name)}
+	mustCreate(t, config, check, flavor, cq)
+	return cq.Name
+}
+
+// cpuQueue is a ClusterQueue of cpus CPUs, for any namespace, and its
+// flavor.
+func cpuQueue(cpus string) (*berthv1alpha1.ResourceFlavor, *berthv1alpha1.ClusterQueue) {
+	flavor := utiltesting.MakeResourceFlavor(unique("cpu"))
+	cq := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor.Name).Resource("cpu", cpus).Obj()).Obj()
+	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
+	return flavor, cq
+}
+
 // TestMultiClusterDispatch runs a manager and two workers, each a real
 // API server with its own Berth. A Job that needs 4 GPUs goes to the
 // worker with room for it; its copy in the other is deleted; its copy's
@@ -168,28 +207,9 @@ func TestMultiClusterDispatch(t *testing.T) {
 	ns := namespace(t, nil)
 	small := startWorker(t, unique("small"), ns, "2")
 	large := startWorker(t, unique("large"), ns, "8")
-	for _, w := range []*workerCluster{small, large} {
-		w.setKubeconfig(t, false)
-		wc := &berthv1alpha1.WorkerCluster{ObjectMeta: metav1.ObjectMeta{Name: w.name},
-			Spec: berthv1alpha1.WorkerClusterSpec{KubeConfig: berthv1alpha1.KubeConfig{Location: w.name}}}
-		mustCreate(t, wc)
-		t.Cleanup(func() {
-			_ = server.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "berth-system"}})
-		})
-	}
-	config := &berthv1alpha1.MultiClusterConfig{ObjectMeta: metav1.ObjectMeta{Name: unique("workers")},
-		Spec: berthv1alpha1.MultiClusterConfigSpec{Clusters: []string{small.name, large.name}}}
-	check := &berthv1alpha1.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: unique("dispatch")}, Spec: berthv1alpha1.AdmissionCheckSpec{
-		ControllerName: berthv1alpha1.MultiClusterControllerName,
-		Parameters:     &berthv1alpha1.AdmissionCheckParametersReference{APIGroup: "berth.dev", Kind: "MultiClusterConfig", Name: config.Name},
-	}}
-	flavor := utiltesting.MakeResourceFlavor(unique("gpu"))
-	cq := utiltesting.MakeClusterQueue(unique("cq")).ResourceGroup(utiltesting.MakeFlavorQuotas(flavor.Name).Resource("cpu", "16").Obj()).Obj()
-	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
-	cq.Spec.AdmissionChecks = []berthv1alpha1.AdmissionCheckReference{berthv1alpha1.AdmissionCheckReference(check.Name)}
-	mustCreate(t, config, check, flavor, cq)
-	waitForClusterQueue(t, cq.Name, activeIs(metav1.ConditionTrue, berthv1alpha1.ReasonReady, ""))
-	mustCreate(t, utiltesting.MakeLocalQueue("main", ns, cq.Name))
+	cq := multiClusterQueue(t, ns, "16", small, large)
+	waitForClusterQueue(t, cq, activeIs(metav1.ConditionTrue, berthv1alpha1.ReasonReady, ""))
+	mustCreate(t, utiltesting.MakeLocalQueue("main", ns, cq))
 
 	// Dispatched to the worker with room.
 	job := utiltesting.MakeJob("train", ns).Queue("main").Parallelism(4).Request("cpu", "1").Obj()
@@ -305,4 +325,66 @@ func TestMultiClusterDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.copyOf(t, second, "the copy deleted with the job", gone)
+}
+
+// BenchmarkDispatch measures, in one run, how fast the manager admits
+// BERTH_DISPATCH_JOBS (200) one-pod Jobs in a ClusterQueue of its own,
+// then how fast it admits as many in a ClusterQueue that dispatches them
+// to two workers, each a real API server with its own Berth: from the
+// first Job created to the last Workload admitted, where a dispatched one
+// is admitted once a worker's Berth admitted its copy.
+//
+//	KUBEBUILDER_ASSETS=$PWD/bin/k8s go test -run '^$' -bench Dispatch -benchtime 1x ./test/integration/controller/
+func BenchmarkDispatch(b *testing.B) {
+	n := 200
+	if v, err := strconv.Atoi(os.Getenv("BERTH_DISPATCH_JOBS")); err == nil && v > 0 {
+		n = v
+	}
+	ns := namespace(b, nil)
+	capacity := strconv.Itoa(2 * n)
+	workers := []*workerCluster{startWorker(b, unique("east"), ns, capacity), startWorker(b, unique("west"), ns, capacity)}
+	remote := multiClusterQueue(b, ns, capacity, workers...)
+	flavor, local := cpuQueue(capacity)
+	mustCreate(b, flavor, local, utiltesting.MakeLocalQueue("local", ns, local.Name), utiltesting.MakeLocalQueue("main", ns, remote))
+	waitForClusterQueue(b, remote, activeIs(metav1.ConditionTrue, berthv1alpha1.ReasonReady, ""))
+	for b.Loop() {
+		single := admitAll(b, ns, "local", n)
+		dispatched := admitAll(b, ns, "main", n)
+		b.ReportMetric(float64(n)/single.Seconds(), "single-admissions/s")
+		b.ReportMetric(float64(n)/dispatched.Seconds(), "dispatched-admissions/s")
+		b.ReportMetric(dispatched.Seconds()/single.Seconds(), "dispatch/single-time")
+	}
+}
+
+// admitAll creates n one-pod Jobs in queue and returns how long it took
+// until all their Workloads were admitted.
+func admitAll(b *testing.B, ns, queue string, n int) time.Duration {
+	b.Helper()
+	ctx := b.Context()
+	start := time.Now()
+	for i := range n {
+		job := utiltesting.MakeJob(fmt.Sprintf("%s-%d", queue, i), ns).Queue(queue).Request("cpu", "1").Obj()
+		if err := server.Client.Create(ctx, job); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for {
+		wls := &berthv1alpha1.WorkloadList{}
+		if err := server.Client.List(ctx, wls, client.InNamespace(ns), client.MatchingLabels{berthv1alpha1.QueueNameLabel: queue}); err != nil {
+			b.Fatal(err)
+		}
+		admitted := 0
+		for i := range wls.Items {
+			if workload.IsAdmitted(&wls.Items[i]) {
+				admitted++
+			}
+		}
+		if admitted == n {
+			return time.Since(start)
+		}
+		if time.Since(start) > 5*time.Minute {
+			b.Fatalf("%d of %d workloads of queue %s admitted after 5 minutes; the first's checks: %+v", admitted, n, queue, wls.Items[0].Status.AdmissionChecks)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

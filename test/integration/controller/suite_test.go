@@ -191,7 +191,7 @@ func waitForWebhook() error {
 
 // withManager runs the rest of the test against a manager tuned by tune,
 // and restores the default manager at its end.
-func withManager(t *testing.T, tune func(*controllermanager.Options)) {
+func withManager(t testing.TB, tune func(*controllermanager.Options)) {
 	t.Helper()
 	stopManager()
 	if err := startManager(tune); err != nil {
