@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -76,7 +77,7 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	if err := d.setManagedBy(ctx, job, cq); err != nil {
+	if err := d.setManagedBy(ctx, job, queue, cq); err != nil {
 		return err
 	}
 	return d.setSchedulerName(ctx, job, queue)
@@ -85,11 +86,39 @@ func (d *defaulter) Default(ctx context.Context, obj runtime.Object) error {
 // setManagedBy hands a job of a ClusterQueue that dispatches to worker
 // clusters to Berth's dispatch, unless its owner named a controller: the
 // manager's own controller of the kind must not run it too. It can be set
-// only now: spec.managedBy cannot change.
-func (d *defaulter) setManagedBy(ctx context.Context, job GenericJob, cq *berthv1alpha1.ClusterQueue) error {
+// only now: spec.managedBy cannot change. A job that names Berth's
+// dispatch in a queue that does not dispatch is refused: admitted here,
+// nothing would run it.
+func (d *defaulter) setManagedBy(ctx context.Context, job GenericJob, queue string, cq *berthv1alpha1.ClusterQueue) error {
 	m, ok := job.(JobWithManagedBy)
-	if !ok || cq == nil || m.ManagedBy() != nil {
+	if !ok {
 		return nil
+	}
+	by := m.ManagedBy()
+	if by != nil && *by != berthv1alpha1.MultiClusterControllerName {
+		return nil
+	}
+	dispatches, err := d.dispatches(ctx, cq)
+	if err != nil {
+		return err
+	}
+	switch {
+	case by == nil && dispatches:
+		m.SetManagedBy(berthv1alpha1.MultiClusterControllerName)
+	case by != nil && !dispatches:
+		obj := job.Object()
+		return apierrors.NewInvalid(d.integration.GVK.GroupKind(), obj.GetName(), field.ErrorList{field.Invalid(field.NewPath("spec", "managedBy"), *by,
+			fmt.Sprintf("only a job whose LocalQueue (%s) belongs to a ClusterQueue with an admission check of %s is dispatched to worker clusters; this one would wait here with nothing to run it",
+				queue, berthv1alpha1.MultiClusterControllerName))})
+	}
+	return nil
+}
+
+// dispatches reports whether cq has an admission check of
+// berth.dev/multicluster; false when cq is nil.
+func (d *defaulter) dispatches(ctx context.Context, cq *berthv1alpha1.ClusterQueue) (bool, error) {
+	if cq == nil {
+		return false, nil
 	}
 	for _, name := range workload.ChecksNamed(cq) {
 		ac := &berthv1alpha1.AdmissionCheck{}
@@ -97,14 +126,13 @@ func (d *defaulter) setManagedBy(ctx context.Context, job GenericJob, cq *berthv
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return err
+			return false, err
 		}
 		if ac.Spec.ControllerName == berthv1alpha1.MultiClusterControllerName {
-			m.SetManagedBy(berthv1alpha1.MultiClusterControllerName)
-			return nil
+			return true, nil
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // setSchedulerName hands the pods of job, of a job in queue, to its

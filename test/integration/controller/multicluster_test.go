@@ -211,6 +211,16 @@ func TestMultiClusterDispatch(t *testing.T) {
 	waitForClusterQueue(t, cq, activeIs(metav1.ConditionTrue, berthv1alpha1.ReasonReady, ""))
 	mustCreate(t, utiltesting.MakeLocalQueue("main", ns, cq))
 
+	// A job that names Berth's dispatch in a queue that does not dispatch
+	// would wait with nothing to run it: refused, the field named.
+	flavor, plain := cpuQueue("4")
+	mustCreate(t, flavor, plain, utiltesting.MakeLocalQueue("plain", ns, plain.Name))
+	stray := utiltesting.MakeJob("stray", ns).Queue("plain").Request("cpu", "1").Obj()
+	stray.Spec.ManagedBy = ptr.To(berthv1alpha1.MultiClusterControllerName)
+	if err := server.Client.Create(ctxFor(t), stray); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.managedBy") {
+		t.Fatalf("creating a Job managed by %s in a queue that does not dispatch: %v, want Invalid naming spec.managedBy", berthv1alpha1.MultiClusterControllerName, err)
+	}
+
 	// Dispatched to the worker with room.
 	job := utiltesting.MakeJob("train", ns).Queue("main").Parallelism(4).Request("cpu", "1").Obj()
 	mustCreate(t, job)
