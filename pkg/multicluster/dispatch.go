@@ -276,7 +276,9 @@ type copyError struct {
 	err    error
 }
 
-func (e *copyError) Error() string { return fmt.Sprintf("%s (the copy was refused: %v)", e.worker, e.err) }
+func (e *copyError) Error() string {
+	return fmt.Sprintf("%s (the copy was refused: %v)", e.worker, e.err)
+}
 
 // copyIn makes the job's copy in w unless it is there, and returns when
 // w's Berth reserved quota for it (zero while it has not) or, while it
