@@ -37,12 +37,18 @@ func TestKubectlSamplesAndColumns(t *testing.T) {
 		t.Fatalf("kubectl apply -f config/samples: %v\n%s%s", err, out, errOut)
 	}
 	t.Cleanup(func() { _, _, _ = server.Kubectl(t.Context(), "delete", "--wait=false", "-f", samples) })
+	// A worker's side of dispatch, checked by the server but not kept: its
+	// LocalQueue has the name of the manager's.
+	worker := filepath.Join(samples, "multicluster", "worker.yaml")
+	if out, errOut, err := server.Kubectl(ctx, "apply", "--dry-run=server", "-f", worker); err != nil {
+		t.Fatalf("kubectl apply --dry-run=server -f config/samples/multicluster/worker.yaml: %v\n%s%s", err, out, errOut)
+	}
 	// The local cluster's fabric: a Topology and the flavor that names it;
-	// dispatch to worker clusters, the manager's side and a worker's.
-	for _, dir := range []string{"topology", "multicluster"} {
-		path := filepath.Join(samples, dir)
+	// the manager's side of dispatch to worker clusters.
+	for _, sample := range []string{"topology", filepath.Join("multicluster", "manager.yaml")} {
+		path := filepath.Join(samples, sample)
 		if out, errOut, err := server.Kubectl(ctx, "apply", "-f", path); err != nil {
-			t.Fatalf("kubectl apply -f config/samples/%s: %v\n%s%s", dir, err, out, errOut)
+			t.Fatalf("kubectl apply -f config/samples/%s: %v\n%s%s", sample, err, out, errOut)
 		}
 		t.Cleanup(func() { _, _, _ = server.Kubectl(t.Context(), "delete", "--wait=false", "-f", path) })
 	}
