@@ -82,7 +82,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&CheckReconciler{client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := setupChecks(mgr); err != nil {
 		return err
 	}
 	return d.SetupWithManager(mgr)

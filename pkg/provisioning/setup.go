@@ -15,16 +15,14 @@ import (
 // gets none of the requests' reconciler, and its checks of
 // berth.dev/provisioning-request are inactive, saying so.
 func Setup(mgr ctrl.Manager, w workloadwriter.Writer) error {
-	checks := &CheckReconciler{client: mgr.GetClient()}
 	gvk := autoscalingv1.GroupVersion.WithKind("ProvisioningRequest")
 	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 		if !meta.IsNoMatchError(err) {
 			return fmt.Errorf("looking up the ProvisioningRequest API: %w", err)
 		}
-		checks.missingCRD = "the cluster does not serve ProvisioningRequests (autoscaling.x-k8s.io/v1): install cluster-autoscaler's CRD and restart Berth"
-		return checks.SetupWithManager(mgr)
+		return setupChecks(mgr, "the cluster does not serve ProvisioningRequests (autoscaling.x-k8s.io/v1): install cluster-autoscaler's CRD and restart Berth")
 	}
-	if err := checks.SetupWithManager(mgr); err != nil {
+	if err := setupChecks(mgr, ""); err != nil {
 		return err
 	}
 	return (&RequestReconciler{client: mgr.GetClient(), writer: w}).SetupWithManager(mgr)
