@@ -359,6 +359,13 @@ func (d *Dispatcher) follow(ctx context.Context, wl *berthv1alpha1.Workload, st 
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
+	if why, err := stopped(ctx, w, k, c); err != nil || why != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRetry, RequeueAfterSeconds: ptr.To[int32](0),
+			Message: fmt.Sprintf("Its copy in worker cluster %s no longer runs: %s; requeued, to run wherever there is room", name, truncate(why, maxWhy))}, "")
+	}
 	if k.suspended(job) {
 		// The manager runs the job once its Workload is admitted (the
 		// job's change comes back here); its status is the copy's from
@@ -369,6 +376,24 @@ func (d *Dispatcher) follow(ctx context.Context, wl *berthv1alpha1.Workload, st 
 		return ctrl.Result{}, client.IgnoreNotFound(d.client.Status().Update(ctx, job))
 	}
 	return ctrl.Result{}, nil
+}
+
+// stopped says why the copy c, in w, whose Workload there had quota, has
+// lost it (evicted by the worker's Berth, say), "" while it keeps it or
+// has finished.
+func stopped(ctx context.Context, w *worker, k *kind, c client.Object) (string, error) {
+	remote := &berthv1alpha1.Workload{}
+	name := jobframework.WorkloadName(k.gvk, c.GetName(), string(c.GetUID()))
+	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: c.GetNamespace(), Name: name}, remote); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if workload.IsFinished(remote) || workload.HasQuotaReservation(remote) {
+		return "", nil
+	}
+	if ev := workload.FindCondition(remote, berthv1alpha1.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue {
+		return fmt.Sprintf("evicted there (%s): %s", ev.Reason, ev.Message), nil
+	}
+	return "its Workload there lost its quota", nil
 }
 
 // lostFor is how long the worker name has not been reachable: since its

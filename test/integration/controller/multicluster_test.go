@@ -192,10 +192,11 @@ func cpuQueue(cpus string) (*berthv1alpha1.ResourceFlavor, *berthv1alpha1.Cluste
 }
 
 // TestMultiClusterDispatch runs a manager and two workers, each a real
-// API server with its own Berth. A Job that needs 4 GPUs goes to the
+// API server with its own Berth. A Job that needs 6 CPUs goes to the
 // worker with room for it; its copy in the other is deleted; its copy's
 // status shows on the manager's Job; finished there, it is finished here.
-// A second Job's worker stops answering: after the timeout it is
+// A Job whose copy its worker's Berth evicts is requeued here and
+// dispatched again. A second Job's worker stops answering: after the timeout it is
 // requeued and runs in the other; when the lost worker answers again, the
 // copy left there is deleted. Deleting the Job here deletes its copy
 // there.
@@ -205,7 +206,7 @@ func TestMultiClusterDispatch(t *testing.T) {
 		o.MultiCluster.WorkerLostTimeout = 3 * time.Second
 	})
 	ns := namespace(t, nil)
-	small := startWorker(t, unique("small"), ns, "2")
+	small := startWorker(t, unique("small"), ns, "4")
 	large := startWorker(t, unique("large"), ns, "8")
 	cq := multiClusterQueue(t, ns, "16", small, large)
 	waitForClusterQueue(t, cq, activeIs(metav1.ConditionTrue, berthv1alpha1.ReasonReady, ""))
@@ -222,7 +223,7 @@ func TestMultiClusterDispatch(t *testing.T) {
 	}
 
 	// Dispatched to the worker with room.
-	job := utiltesting.MakeJob("train", ns).Queue("main").Parallelism(4).Request("cpu", "1").Obj()
+	job := utiltesting.MakeJob("train", ns).Queue("main").Parallelism(6).Request("cpu", "1").Obj()
 	mustCreate(t, job)
 	if got := ptr.Deref(job.Spec.ManagedBy, ""); got != berthv1alpha1.MultiClusterControllerName {
 		t.Fatalf("the webhook set spec.managedBy %q, want %s", got, berthv1alpha1.MultiClusterControllerName)
@@ -247,7 +248,7 @@ func TestMultiClusterDispatch(t *testing.T) {
 			return err
 		}
 		cur.Status.StartTime = ptr.To(metav1.Now())
-		cur.Status.Active, cur.Status.Ready = 4, ptr.To[int32](4)
+		cur.Status.Active, cur.Status.Ready = 6, ptr.To[int32](6)
 		return large.server.Client.Status().Update(ctx, cur)
 	})
 	workloadOf(t, job, "pods ready in the manager", conditionIs(berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, ""))
@@ -258,7 +259,7 @@ func TestMultiClusterDispatch(t *testing.T) {
 	// A JobSet too.
 	js := &jobsetapi.JobSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns, Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}},
-		Spec:       jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{replicatedJob("driver", 1, 1), replicatedJob("workers", 2, 1)}},
+		Spec:       jobsetapi.JobSetSpec{ReplicatedJobs: []jobsetapi.ReplicatedJob{replicatedJob("driver", 1, 1), replicatedJob("workers", 5, 1)}},
 	}
 	mustCreate(t, js)
 	if got := ptr.Deref(js.Spec.ManagedBy, ""); got != berthv1alpha1.MultiClusterControllerName {
@@ -305,6 +306,45 @@ func TestMultiClusterDispatch(t *testing.T) {
 		}
 		return fmt.Errorf("the copy is there (%v)", err)
 	})
+
+	// Evicted in its worker (deactivated there): requeued here, and
+	// dispatched again.
+	evicted := utiltesting.MakeJob("evicted", ns).Queue("main").Request("cpu", "1").Obj()
+	mustCreate(t, evicted)
+	var at *workerCluster
+	workloadOf(t, evicted, "the evicted job dispatched", func(wl *berthv1alpha1.Workload) error {
+		for _, w := range []*workerCluster{small, large} {
+			if wl.Status.ClusterName == w.name && workload.IsAdmitted(wl) {
+				at = w
+				return nil
+			}
+		}
+		return fmt.Errorf("not dispatched: checks %+v", wl.Status.AdmissionChecks)
+	})
+	evictedCopy := at.copyOf(t, evicted, "the evicted job's copy runs", runs)
+	waitFor(t, "deactivating the copy's Workload in "+at.name, func(ctx context.Context) error {
+		remote := &berthv1alpha1.Workload{}
+		key := client.ObjectKey{Namespace: ns, Name: jobframework.WorkloadName(batchv1.SchemeGroupVersion.WithKind("Job"), evictedCopy.Name, string(evictedCopy.UID))}
+		if err := at.server.Client.Get(ctx, key, remote); err != nil {
+			return err
+		}
+		remote.Spec.Active = ptr.To(false)
+		return at.server.Client.Update(ctx, remote)
+	})
+	again := workloadOf(t, evicted, "requeued in the manager and dispatched again", func(wl *berthv1alpha1.Workload) error {
+		if wl.Status.RequeueState == nil || ptr.Deref(wl.Status.RequeueState.Count, 0) < 1 || wl.Status.ClusterName == "" || !workload.IsAdmitted(wl) {
+			return fmt.Errorf("requeue state %+v, clusterName %q, checks %+v, conditions %v", wl.Status.RequeueState, wl.Status.ClusterName, wl.Status.AdmissionChecks, wl.Status.Conditions)
+		}
+		return nil
+	})
+	if err := server.Client.Delete(ctxFor(t), evicted, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*workerCluster{small, large} {
+		if w.name == again.Status.ClusterName {
+			w.copyOf(t, evicted, "the copy deleted with the job", gone)
+		}
+	}
 
 	// A worker lost: its job runs in the other one.
 	second := utiltesting.MakeJob("second", ns).Queue("main").Parallelism(2).Request("cpu", "1").Obj()
