@@ -3,6 +3,7 @@ package multicluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -99,14 +100,17 @@ func (r *WorkerClusterReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.client.Get(ctx, req.NamespacedName, wc); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Nothing is dispatched to a worker that is gone; what ran
-			// there is requeued after the timeout.
+			// there is requeued at once.
 			r.workers.disconnect(ctx, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	status, reason, msg, kubeconfig := r.check(ctx, wc)
 	if status == metav1.ConditionTrue {
-		if err := r.workers.connect(wc.Name, kubeconfig); err != nil {
+		if err := r.workers.connect(wc.Name, kubeconfig); errors.Is(err, errNotStarted) {
+			// The manager starts the connections beside this reconciler.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		} else if err != nil {
 			status, reason, msg = metav1.ConditionFalse, berthv1alpha1.ReasonWorkerUnreachable, fmt.Sprintf("Berth cannot watch its copies there: %v", err)
 		}
 	}

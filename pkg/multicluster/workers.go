@@ -29,6 +29,9 @@ const (
 	workerBurst = 200
 )
 
+// errNotStarted: the manager has not started the workers' connections.
+var errNotStarted = errors.New("the manager has not started the worker connections yet")
+
 // worker is one connected worker cluster: a client for its writes and a
 // cache of the copies made there by this manager (the objects with its
 // origin label), whose every change wakes the manager Workload they are
@@ -126,7 +129,7 @@ func (ws *workers) connect(name string, kubeconfig []byte) error {
 	select {
 	case <-ws.started:
 	default:
-		return errors.New("the manager has not started the worker connections yet")
+		return errNotStarted
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
