@@ -33,6 +33,9 @@ import (
 //	                                      are gone, requeue the Workload, or
 //	                                      replace it if pod sets changed
 //	stopped, admitted for other pod sets  evict its Workload (PodSetsChanged)
+//	stopped, admitted elsewhere           report whether its copies' pods
+//	                                      are ready (pods dispatched to a
+//	                                      worker cluster stay held here)
 //	stopped, admitted                     run it with the admission
 //	stopped, waiting, with an old         restore its templates
 //	  admission's directives
@@ -104,6 +107,10 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 			diff = workload.PodSetsDiffer(wl.Spec.PodSets, podSets)
 		}
 		return r.release(ctx, job, wl, diff)
+	case admitted && runsElsewhere(job, wl):
+		// Its copies run in the worker cluster it was dispatched to; its
+		// own pods stay held, their status their copies'.
+		return ctrl.Result{}, r.apply(ctx, wl, workload.SetPodsReady(job.PodsReady()))
 	case admitted:
 		diff := ""
 		if composed {
@@ -127,6 +134,17 @@ func (r *JobReconciler) syncRunState(ctx context.Context, job GenericJob, wl *be
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// runsElsewhere reports whether the job runs in the worker cluster that
+// its Workload was dispatched to, where Berth copied it, and nothing of it
+// runs here: a kind without spec.managedBy (pods) cannot hand its objects
+// to another controller, so they stay held while their copies run. A Job
+// or a JobSet is run here, for the dispatcher to mirror its copy's status
+// onto it, its own controller kept away by spec.managedBy.
+func runsElsewhere(job GenericJob, wl *berthv1alpha1.Workload) bool {
+	_, handsOver := job.(JobWithManagedBy)
+	return wl.Status.ClusterName != "" && !handsOver
 }
 
 // evictChanged evicts the job's Workload, whose pod sets changed after

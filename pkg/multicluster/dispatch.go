@@ -28,7 +28,6 @@ import (
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	"github.com/berth-dev/berth/pkg/engine/workload"
-	"github.com/berth-dev/berth/pkg/jobframework"
 	"github.com/berth-dev/berth/pkg/util/shutdown"
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
@@ -48,6 +47,7 @@ type Dispatcher struct {
 
 // +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=berth.dev,resources=multiclusterconfigs,verbs=get;list;watch
 
 // SetupWithManager registers the dispatcher with mgr: it follows the
@@ -69,11 +69,11 @@ func (d *Dispatcher) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return err
 		}
-		// A dispatched job that the manager runs gets its copy's status;
-		// one deleted here is deleted there.
+		// A dispatched Job or JobSet that the manager runs gets its copy's
+		// status; a job or pod deleted here is deleted there.
 		b = b.Watches(k.newObject(), handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: jobframework.WorkloadName(k.gvk, obj.GetName(), string(obj.GetUID()))}}}
-		}), builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool { return k.managedBy(obj) == berthv1alpha1.MultiClusterControllerName })))
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: k.workloadName(obj)}}}
+		}), builder.WithPredicates(k.watched))
 	}
 	return b.Complete(shutdown.UntilStopped(d))
 }
@@ -108,27 +108,24 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := d.client.Get(ctx, req.NamespacedName, wl); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Deleted here, deleted there.
-			return ctrl.Result{}, d.deleteCopies(ctx, req.NamespacedName, nil, "")
+			return ctrl.Result{}, d.deleteCopies(ctx, req.NamespacedName, nil, nil)
 		}
 		return ctrl.Result{}, err
 	}
 	key := client.ObjectKeyFromObject(wl)
 	if workload.IsFinished(wl) || !wl.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, d.deleteCopies(ctx, key, nil, "")
+		return ctrl.Result{}, d.deleteCopies(ctx, key, nil, nil)
 	}
-	k, jobName := ownerOf(wl)
-	var job client.Object
+	k, name := ownerOf(wl)
+	var members []client.Object
 	if k != nil {
-		job = k.newObject()
-		if err := d.client.Get(ctx, types.NamespacedName{Namespace: wl.Namespace, Name: jobName}, job); err != nil {
-			if apierrors.IsNotFound(err) {
-				// Deleted here, deleted there, before its Workload is.
-				return ctrl.Result{}, d.deleteCopies(ctx, key, nil, "")
-			}
+		var err error
+		if members, err = k.members(ctx, d.client, wl, name); err != nil {
 			return ctrl.Result{}, err
 		}
-		if !job.GetDeletionTimestamp().IsZero() {
-			return ctrl.Result{}, d.deleteCopies(ctx, key, nil, "")
+		if len(members) == 0 {
+			// Deleted here, deleted there, before its Workload is.
+			return ctrl.Result{}, d.deleteCopies(ctx, key, nil, nil)
 		}
 	}
 	ac, st, err := d.checkOf(ctx, wl)
@@ -137,28 +134,30 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if ac == nil || !workload.HasQuotaReservation(wl) || workload.IsEvicted(wl) || st.State == berthv1alpha1.CheckStateRetry || st.State == berthv1alpha1.CheckStateRejected {
 		// Back in the queue, or on its way: no worker runs it.
-		if err := d.deleteCopies(ctx, key, nil, ""); err != nil {
+		if err := d.deleteCopies(ctx, key, nil, nil); err != nil {
 			return ctrl.Result{}, err
 		}
-		// The status its copy had goes once the manager stopped the job:
+		// The status its copies had goes once the manager holds it again:
 		// a Job whose status has a start time cannot have its template
-		// restored.
-		if job != nil && k.suspended(job) && k.managedBy(job) == berthv1alpha1.MultiClusterControllerName && k.clear(job) {
-			return ctrl.Result{}, client.IgnoreNotFound(d.client.Status().Update(ctx, job))
+		// restored, and a pod's status would say it runs.
+		for _, m := range members {
+			if ac != nil && k.held(m) && k.clear(m) {
+				if err := d.client.Status().Update(ctx, m); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+			}
 		}
 		return ctrl.Result{}, nil
 	}
 	if k == nil {
 		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRejected,
-			Message: fmt.Sprintf("Check %s dispatches Jobs and JobSets; this workload is not one's", ac.Name)}, "")
+			Message: fmt.Sprintf("Check %s dispatches Jobs, JobSets, and the pods and pod groups that no controller makes; this workload is none of them", ac.Name)}, "")
 	}
-	if by := k.managedBy(job); by != berthv1alpha1.MultiClusterControllerName {
-		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRejected,
-			Message: fmt.Sprintf("%s %s has spec.managedBy %q: a job that check %s dispatches must have spec.managedBy %s, which can be set only when it is created",
-				k.gvk.Kind, jobName, by, ac.Name, berthv1alpha1.MultiClusterControllerName)}, "")
+	if why := k.refuse(members, ac.Name); why != "" {
+		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRejected, Message: why}, "")
 	}
 	if wl.Status.ClusterName != "" {
-		return d.follow(ctx, wl, st, k, job)
+		return d.follow(ctx, wl, st, k, members)
 	}
 	clusters, why, err := d.clustersOf(ctx, ac)
 	if err != nil {
@@ -167,7 +166,7 @@ func (d *Dispatcher) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if why != "" {
 		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStatePending, Message: why}, "")
 	}
-	return d.dispatch(ctx, wl, st, k, job, clusters)
+	return d.dispatch(ctx, wl, st, k, members, clusters)
 }
 
 // checkOf is wl's check of berth.dev/multicluster and its state, nil when
@@ -213,8 +212,8 @@ func (d *Dispatcher) setCheck(ctx context.Context, wl *berthv1alpha1.Workload, s
 }
 
 // dispatch makes the job's copies in the workers that can be reached, and
-// picks the first whose Berth reserved quota for its copy.
-func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, job client.Object, clusters []string) (ctrl.Result, error) {
+// picks the first whose Berth reserved quota for them.
+func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, members []client.Object, clusters []string) (ctrl.Result, error) {
 	var reached, unreached []string
 	var winner *worker
 	var since time.Time
@@ -228,7 +227,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, s
 			unreached = append(unreached, fmt.Sprintf("%s (does not serve %s)", name, k.gvk.GroupKind()))
 			continue
 		}
-		at, why, err := d.copyIn(ctx, w, wl, k, job)
+		at, why, err := d.copyIn(ctx, w, wl, k, members)
 		var failed *copyError
 		if errors.As(err, &failed) {
 			unreached = append(unreached, failed.Error())
@@ -264,7 +263,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, wl *berthv1alpha1.Workload, s
 		Message: fmt.Sprintf("Admitted in worker cluster %s, where it runs", winner.name)}, winner.name); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, winner.name)
+	return ctrl.Result{}, d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, func(w *worker, _ client.Object) bool { return w == winner })
 }
 
 // copyRetry is how soon a copy that a worker refused is tried again.
@@ -280,29 +279,41 @@ func (e *copyError) Error() string {
 	return fmt.Sprintf("%s (the copy was refused: %v)", e.worker, e.err)
 }
 
-// copyIn makes the job's copy in w unless it is there, and returns when
-// w's Berth reserved quota for it (zero while it has not) or, while it
-// waits, why, as w's Berth says. A copy of an earlier attempt is deleted,
-// to be made again.
-func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Workload, k *kind, job client.Object) (time.Time, string, error) {
-	c := k.newObject()
-	err := w.cache.Get(ctx, client.ObjectKeyFromObject(job), c)
-	switch {
-	case apierrors.IsNotFound(err):
-		c = k.copyFor(job, wl, d.origin)
-		if err := w.client.Create(ctx, c); err != nil && !apierrors.IsAlreadyExists(err) {
-			// Its namespace missing there, say: the check's message says so.
-			return time.Time{}, "", &copyError{worker: w.name, err: err}
+// copyIn makes the copies of the job's members in w that are not there,
+// and returns when w's Berth reserved quota for them (zero while it has
+// not) or, while they wait, why, as w's Berth says. A copy of an earlier
+// attempt is deleted, to be made again.
+func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Workload, k *kind, members []client.Object) (time.Time, string, error) {
+	var first client.Object
+	changed := false
+	for _, m := range members {
+		c := k.newObject()
+		err := w.cache.Get(ctx, client.ObjectKeyFromObject(m), c)
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := w.client.Create(ctx, k.copyFor(m, wl, d.origin)); err != nil && !apierrors.IsAlreadyExists(err) {
+				// Its namespace missing there, say: the check's message
+				// says so.
+				return time.Time{}, "", &copyError{worker: w.name, err: err}
+			}
+			changed = true
+		case err != nil:
+			return time.Time{}, "", err
+		case stale(c, wl):
+			if err := deleteCopy(ctx, w, c); err != nil {
+				return time.Time{}, "", err
+			}
+			changed = true
+		case first == nil:
+			first = c
 		}
+	}
+	if changed {
+		// The worker's Berth queues the copies as they are now.
 		return time.Time{}, "", nil
-	case err != nil:
-		return time.Time{}, "", err
-	case c.GetAnnotations()[berthv1alpha1.MultiClusterAttemptAnnotation] != attempt(wl) || managerWorkload(c).Name != wl.Name:
-		return time.Time{}, "", deleteCopy(ctx, w, c)
 	}
 	remote := &berthv1alpha1.Workload{}
-	name := jobframework.WorkloadName(k.gvk, c.GetName(), string(c.GetUID()))
-	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: c.GetNamespace(), Name: name}, remote); err != nil {
+	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: first.GetNamespace(), Name: k.workloadName(first)}, remote); err != nil {
 		return time.Time{}, "", client.IgnoreNotFound(err)
 	}
 	cond := workload.FindCondition(remote, berthv1alpha1.WorkloadQuotaReserved)
@@ -313,6 +324,12 @@ func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Wo
 		return cond.LastTransitionTime.Time, "", nil
 	}
 	return time.Time{}, truncate(cond.Message, maxWhy), nil
+}
+
+// stale reports whether the copy c was made for another Workload than wl,
+// or for an earlier attempt of it.
+func stale(c client.Object, wl *berthv1alpha1.Workload) bool {
+	return c.GetAnnotations()[berthv1alpha1.MultiClusterAttemptAnnotation] != attempt(wl) || managerWorkload(c).Name != wl.Name
 }
 
 // maxWhy bounds what the check's message says of each worker's wait.
@@ -329,11 +346,11 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// follow mirrors the status of the copy that runs in the worker wl was
-// dispatched to onto the job, and asks for the workload to be requeued
-// when that worker has been lost for longer than the timeout, or its copy
-// is gone.
-func (d *Dispatcher) follow(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, job client.Object) (ctrl.Result, error) {
+// follow mirrors the status of the copies that run in the worker wl was
+// dispatched to onto the job's members, deletes the copies of members
+// deleted here, and asks for the workload to be requeued when that worker
+// has been lost for longer than the timeout, or a copy is gone.
+func (d *Dispatcher) follow(ctx context.Context, wl *berthv1alpha1.Workload, st *berthv1alpha1.AdmissionCheckState, k *kind, members []client.Object) (ctrl.Result, error) {
 	name := wl.Status.ClusterName
 	w := d.workers.get(name)
 	if w == nil {
@@ -348,32 +365,41 @@ func (d *Dispatcher) follow(ctx context.Context, wl *berthv1alpha1.Workload, st 
 			Message: fmt.Sprintf("Worker cluster %s, where it ran, has not answered for %s (multiCluster.workerLostTimeout %s): requeued, to run elsewhere",
 				name, lost.Truncate(time.Second), d.lostTimeout)}, "")
 	}
-	if err := d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, name); err != nil {
+	here := map[string]bool{}
+	for _, m := range members {
+		here[m.GetName()] = true
+	}
+	if err := d.deleteCopies(ctx, client.ObjectKeyFromObject(wl), k, func(cw *worker, c client.Object) bool { return cw == w && here[c.GetName()] }); err != nil {
 		return ctrl.Result{}, err
 	}
-	c := k.newObject()
-	err := w.cache.Get(ctx, client.ObjectKeyFromObject(job), c)
-	if apierrors.IsNotFound(err) || err == nil && c.GetAnnotations()[berthv1alpha1.MultiClusterAttemptAnnotation] != attempt(wl) {
-		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRetry, RequeueAfterSeconds: ptr.To[int32](0),
-			Message: fmt.Sprintf("Its copy in worker cluster %s is gone: requeued, to run again", name)}, "")
-	} else if err != nil {
-		return ctrl.Result{}, err
+	copies := make([]client.Object, len(members))
+	for i, m := range members {
+		c := k.newObject()
+		err := w.cache.Get(ctx, client.ObjectKeyFromObject(m), c)
+		if apierrors.IsNotFound(err) || err == nil && stale(c, wl) {
+			return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRetry, RequeueAfterSeconds: ptr.To[int32](0),
+				Message: fmt.Sprintf("Its copy %s in worker cluster %s is gone: requeued, to run again", m.GetName(), name)}, "")
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+		copies[i] = c
 	}
-	if why, err := stopped(ctx, w, k, c); err != nil || why != "" {
+	if why, err := stopped(ctx, w, k, copies[0]); err != nil || why != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, d.setCheck(ctx, wl, berthv1alpha1.AdmissionCheckState{Name: st.Name, State: berthv1alpha1.CheckStateRetry, RequeueAfterSeconds: ptr.To[int32](0),
 			Message: fmt.Sprintf("Its copy in worker cluster %s no longer runs: %s; requeued, to run wherever there is room", name, truncate(why, maxWhy))}, "")
 	}
-	if k.suspended(job) {
-		// The manager runs the job once its Workload is admitted (the
-		// job's change comes back here); its status is the copy's from
-		// then on.
-		return ctrl.Result{}, nil
-	}
-	if k.mirror(job, c) {
-		return ctrl.Result{}, client.IgnoreNotFound(d.client.Status().Update(ctx, job))
+	for i, m := range members {
+		// A Job is run by the manager once its Workload is admitted (the
+		// job's change comes back here), a held pod's Workload is
+		// admitted: their status is their copies' from then on.
+		if k.mirrored(wl, m) && k.mirror(m, copies[i]) {
+			if err := d.client.Status().Update(ctx, m); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	return ctrl.Result{}, nil
 }
@@ -383,8 +409,7 @@ func (d *Dispatcher) follow(ctx context.Context, wl *berthv1alpha1.Workload, st 
 // has finished.
 func stopped(ctx context.Context, w *worker, k *kind, c client.Object) (string, error) {
 	remote := &berthv1alpha1.Workload{}
-	name := jobframework.WorkloadName(k.gvk, c.GetName(), string(c.GetUID()))
-	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: c.GetNamespace(), Name: name}, remote); err != nil {
+	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: c.GetNamespace(), Name: k.workloadName(c)}, remote); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	if workload.IsFinished(remote) || workload.HasQuotaReservation(remote) {
@@ -415,12 +440,10 @@ func (d *Dispatcher) lostFor(ctx context.Context, name string) (time.Duration, e
 }
 
 // deleteCopies deletes the copies of the manager Workload key in the
-// connected workers but keep; of kind k, or of every kind when nil.
-func (d *Dispatcher) deleteCopies(ctx context.Context, key types.NamespacedName, k *kind, keep string) error {
+// connected workers, of kind k or of every kind when nil, but those that
+// spare, when not nil, keeps.
+func (d *Dispatcher) deleteCopies(ctx context.Context, key types.NamespacedName, k *kind, spare func(*worker, client.Object) bool) error {
 	for _, w := range d.workers.connected() {
-		if w.name == keep {
-			continue
-		}
 		for _, wk := range w.kinds {
 			if k != nil && wk != k {
 				continue
@@ -431,7 +454,7 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, key types.NamespacedName,
 			}
 			if err := meta.EachListItem(list, func(o runtime.Object) error {
 				c := o.(client.Object)
-				if managerWorkload(c) != key {
+				if managerWorkload(c) != key || spare != nil && spare(w, c) {
 					return nil
 				}
 				return deleteCopy(ctx, w, c)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -225,18 +226,24 @@ func managerWorkload(obj client.Object) types.NamespacedName {
 }
 
 // ownerWorkload maps a worker's Workload to the manager Workload of the
-// copy that owns it.
+// copies that own it: a Job or a JobSet, or the pods of a group.
 func (ws *workers) ownerWorkload(w *worker) func(client.Object) types.NamespacedName {
 	return func(obj client.Object) types.NamespacedName {
-		k, name := ownerOf(obj)
-		if k == nil {
-			return types.NamespacedName{}
+		for _, ref := range obj.GetOwnerReferences() {
+			gv, err := schema.ParseGroupVersion(ref.APIVersion)
+			if err != nil {
+				continue
+			}
+			k := kindOf(gv.WithKind(ref.Kind))
+			if k == nil {
+				continue
+			}
+			c := k.newObject()
+			if err := w.cache.Get(context.Background(), types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, c); err == nil {
+				return managerWorkload(c)
+			}
 		}
-		job := k.newObject()
-		if err := w.cache.Get(context.Background(), types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}, job); err != nil {
-			return types.NamespacedName{}
-		}
-		return managerWorkload(job)
+		return types.NamespacedName{}
 	}
 }
 

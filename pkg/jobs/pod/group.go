@@ -209,11 +209,22 @@ func (g *Group) Suspend() {}
 // WorkloadName is named after the group, and its owner's UID: one
 // created again under the same name gets a new Workload.
 func (g *Group) WorkloadName() string {
-	key := g.namespace + "/" + g.name
 	if g.owner != nil {
-		key += "/" + string(g.owner.UID)
+		return groupWorkloadName(g.name, g.namespace+"/"+g.name+"/"+string(g.owner.UID))
 	}
-	return jobframework.WorkloadName(corev1.SchemeGroupVersion.WithKind("Pod"), "group-"+g.name, key)
+	return GroupWorkloadName(g.namespace, g.name)
+}
+
+// GroupWorkloadName is the name of the Workload of the pod group name in
+// namespace ns, whose pods no GroupOwner controls: the same wherever the
+// group's pods are created (a worker cluster's copies of a dispatched
+// group, say).
+func GroupWorkloadName(ns, name string) string {
+	return groupWorkloadName(name, ns+"/"+name)
+}
+
+func groupWorkloadName(name, key string) string {
+	return jobframework.WorkloadName(corev1.SchemeGroupVersion.WithKind("Pod"), "group-"+name, key)
 }
 
 // WorkloadLabels name the group.

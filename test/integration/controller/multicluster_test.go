@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/pkg/controllermanager"
 	"github.com/berth-dev/berth/pkg/engine/workload"
 	"github.com/berth-dev/berth/pkg/jobframework"
+	podgroup "github.com/berth-dev/berth/pkg/jobs/pod"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
 	"github.com/berth-dev/berth/test/util/apiserver"
 )
@@ -39,7 +39,7 @@ type workerCluster struct {
 }
 
 // startWorker starts a worker: an API server with Berth's and JobSet's
-// CRDs, a Berth for Jobs and JobSets, a flavor and a ClusterQueue of gpus
+// CRDs, a Berth for Jobs, JobSets and pods, a flavor and a ClusterQueue of gpus
 // GPUs with LocalQueue main in namespace ns.
 func startWorker(t testing.TB, name, ns, gpus string) *workerCluster {
 	t.Helper()
@@ -47,7 +47,8 @@ func startWorker(t testing.TB, name, ns, gpus string) *workerCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := apiserver.Start(apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases")))
+	s, err := apiserver.Start(apiserver.WithCRDs(filepath.Join(jobset, "config", "components", "crd", "bases")),
+		apiserver.WithWebhooks(filepath.Join(apiserver.RepoRoot(), "config", "webhook")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,17 +57,16 @@ func startWorker(t testing.TB, name, ns, gpus string) *workerCluster {
 	if w.kubeconfig, err = os.ReadFile(s.Kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, err := runManager(s, webhook.Options{Host: "127.0.0.1", Port: port, CertDir: server.Webhook.LocalServingCertDir}, func(o *controllermanager.Options) {
-		o.Integrations = []string{"batch/job", "jobset.x-k8s.io/jobset"}
+	stop, err := runManager(s, webhook.Options{Host: s.Webhook.LocalServingHost, Port: s.Webhook.LocalServingPort, CertDir: s.Webhook.LocalServingCertDir}, func(o *controllermanager.Options) {
+		o.Integrations = []string{"batch/job", "jobset.x-k8s.io/jobset", "pod"}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
+	if err := waitForWebhook(s.Client); err != nil {
+		t.Fatal(err)
+	}
 	ctx := ctxFor(t)
 	flavor := utiltesting.MakeResourceFlavor("gpu")
 	cq := utiltesting.MakeClusterQueue("gpus").ResourceGroup(utiltesting.MakeFlavorQuotas("gpu").Resource("cpu", gpus).Obj()).Obj()
@@ -77,15 +77,6 @@ func startWorker(t testing.TB, name, ns, gpus string) *workerCluster {
 		}
 	}
 	return w
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // setKubeconfig writes the worker's kubeconfig Secret in the manager, or
@@ -195,6 +186,7 @@ func cpuQueue(cpus string) (*berthv1alpha1.ResourceFlavor, *berthv1alpha1.Cluste
 // API server with its own Berth. A Job that needs 6 CPUs goes to the
 // worker with room for it; its copy in the other is deleted; its copy's
 // status shows on the manager's Job; finished there, it is finished here.
+// A JobSet and a pod group go the same way (dispatchPodGroup).
 // A Job whose copy its worker's Berth evicts is requeued here and
 // dispatched again. A second Job's worker stops answering: after the timeout it is
 // requeued and runs in the other; when the lost worker answers again, the
@@ -307,6 +299,8 @@ func TestMultiClusterDispatch(t *testing.T) {
 		return fmt.Errorf("the copy is there (%v)", err)
 	})
 
+	dispatchPodGroup(t, ns, small, large)
+
 	// Evicted in its worker (deactivated there): requeued here, and
 	// dispatched again.
 	evicted := utiltesting.MakeJob("evicted", ns).Queue("main").Request("cpu", "1").Obj()
@@ -375,6 +369,132 @@ func TestMultiClusterDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.copyOf(t, second, "the copy deleted with the job", gone)
+}
+
+// dispatchPodGroup dispatches a group of two 3-CPU pods, which only the
+// large worker has room for. Its pods stay at their gate in the manager
+// throughout, while their copies run in the worker and their status is
+// mirrored. Evicted there (its Workload deactivated), the group is
+// requeued here, its pods' status put back to held, and dispatched again;
+// its copies succeed, and the group finishes here.
+func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
+	t.Helper()
+	pods := []*corev1.Pod{
+		utiltesting.MakePod("infer-a", ns).Queue("main").Group("infer", "2").Request(corev1.ResourceCPU, "3").Obj(),
+		utiltesting.MakePod("infer-b", ns).Queue("main").Group("infer", "2").Request(corev1.ResourceCPU, "3").Obj(),
+	}
+	mustCreate(t, pods[0], pods[1])
+	heldHere := func(what string, check func(*corev1.Pod) error) {
+		t.Helper()
+		for _, p := range pods {
+			podState(t, p, what, func(cur *corev1.Pod) error {
+				if err := stillGated(cur); err != nil {
+					return err
+				}
+				return check(cur)
+			})
+		}
+	}
+	copies := func(w *workerCluster, what string, check func(*corev1.Pod, error) error) {
+		t.Helper()
+		for _, p := range pods {
+			waitFor(t, w.name+": "+what+" ("+p.Name+")", func(ctx context.Context) error {
+				c := &corev1.Pod{}
+				return check(c, w.server.Client.Get(ctx, client.ObjectKeyFromObject(p), c))
+			})
+		}
+	}
+	copyRuns := func(c *corev1.Pod, err error) error {
+		if err != nil {
+			return err
+		}
+		if gated(c) || c.Labels[berthv1alpha1.MultiClusterOriginLabel] != "berth" {
+			return fmt.Errorf("gates %v, labels %v", c.Spec.SchedulingGates, c.Labels)
+		}
+		return nil
+	}
+	// playKubelet sets the phase of the copies in w, ready while running.
+	playKubelet := func(w *workerCluster, phase corev1.PodPhase) {
+		t.Helper()
+		for _, p := range pods {
+			waitFor(t, fmt.Sprintf("%s: copy %s %s", w.name, p.Name, phase), func(ctx context.Context) error {
+				c := &corev1.Pod{}
+				if err := w.server.Client.Get(ctx, client.ObjectKeyFromObject(p), c); err != nil {
+					return err
+				}
+				ready := corev1.ConditionFalse
+				if phase == corev1.PodRunning {
+					ready = corev1.ConditionTrue
+				}
+				c.Status.Phase = phase
+				c.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+				c.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: c.Spec.Containers[0].Name, Ready: ready == corev1.ConditionTrue}}
+				return w.server.Client.Status().Update(ctx, c)
+			})
+		}
+	}
+	groupWorkload(t, ns, "infer", "the pod group dispatched to the large worker", dispatchedTo(large.name))
+	copies(large, "the group's copies run", copyRuns)
+	copies(small, "no copies in the small worker", func(c *corev1.Pod, err error) error {
+		if apierrors.IsNotFound(err) || err == nil && !c.DeletionTimestamp.IsZero() {
+			return nil
+		}
+		return fmt.Errorf("the copy is there (%v)", err)
+	})
+	playKubelet(large, corev1.PodRunning)
+	heldHere("held here, with its copy's status", func(cur *corev1.Pod) error {
+		if cur.Status.Phase != corev1.PodRunning || len(cur.Status.ContainerStatuses) != 1 {
+			return fmt.Errorf("status %+v", cur.Status)
+		}
+		return nil
+	})
+	groupWorkload(t, ns, "infer", "the group's pods ready in the manager", conditionIs(berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, ""))
+
+	// Evicted there: requeued here, held again, dispatched again.
+	waitFor(t, "deactivating the group's Workload in the large worker", func(ctx context.Context) error {
+		remote := &berthv1alpha1.Workload{}
+		if err := large.server.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: podgroup.GroupWorkloadName(ns, "infer")}, remote); err != nil {
+			return err
+		}
+		remote.Spec.Active = ptr.To(false)
+		return large.server.Client.Update(ctx, remote)
+	})
+	groupWorkload(t, ns, "infer", "the group requeued in the manager", func(wl *berthv1alpha1.Workload) error {
+		if wl.Status.RequeueState == nil || ptr.Deref(wl.Status.RequeueState.Count, 0) < 1 {
+			return fmt.Errorf("requeue state %+v, conditions %v", wl.Status.RequeueState, wl.Status.Conditions)
+		}
+		return nil
+	})
+	heldHere("held here, its status put back", func(cur *corev1.Pod) error {
+		if cur.Status.Phase != corev1.PodPending || len(cur.Status.ContainerStatuses) != 0 {
+			return fmt.Errorf("status %+v", cur.Status)
+		}
+		return nil
+	})
+	groupWorkload(t, ns, "infer", "the group dispatched again", dispatchedTo(large.name))
+	copies(large, "the group's new copies run", func(c *corev1.Pod, err error) error {
+		if err := copyRuns(c, err); err != nil {
+			return err
+		}
+		if got := c.Annotations[berthv1alpha1.MultiClusterAttemptAnnotation]; got == "0" {
+			return fmt.Errorf("the copy of attempt %s", got)
+		}
+		return nil
+	})
+	playKubelet(large, corev1.PodSucceeded)
+	groupWorkload(t, ns, "infer", "the group finished in the manager", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
+	heldHere("held here, succeeded", func(cur *corev1.Pod) error {
+		if cur.Status.Phase != corev1.PodSucceeded {
+			return fmt.Errorf("phase %s", cur.Status.Phase)
+		}
+		return nil
+	})
+	copies(large, "the finished group's copies deleted", func(c *corev1.Pod, err error) error {
+		if apierrors.IsNotFound(err) || err == nil && !c.DeletionTimestamp.IsZero() {
+			return nil
+		}
+		return fmt.Errorf("the copy is there (%v)", err)
+	})
 }
 
 // BenchmarkDispatch measures, in one run, how fast the manager admits

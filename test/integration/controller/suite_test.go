@@ -103,7 +103,7 @@ func startManager(tune ...func(*controllermanager.Options)) error {
 		return err
 	}
 	stopManager = stop
-	return waitForWebhook()
+	return waitForWebhook(server.Client)
 }
 
 // runManager runs a controller manager of Berth against s, with the
@@ -179,10 +179,10 @@ func ctrlConfig() config.Controller {
 
 // waitForWebhook waits until the API server reaches the Job webhook: a
 // dry-run of a queued Job comes back suspended.
-func waitForWebhook() error {
+func waitForWebhook(c client.Client) error {
 	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		job := utiltesting.MakeJob("webhook-probe", "default").Queue("probe").Obj()
-		if err := server.Client.Create(ctx, job, client.DryRunAll); err != nil {
+		if err := c.Create(ctx, job, client.DryRunAll); err != nil {
 			return false, nil
 		}
 		return ptr.Deref(job.Spec.Suspend, false), nil
