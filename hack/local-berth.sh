@@ -13,7 +13,7 @@
 #
 # BERTH_WORKER=I starts the Berth of worker cluster I instead
 # (hack/local-worker.sh), with its own ports (webhook 9470+I, metrics
-# 18180+2I, probes 18181+2I, visibility 8470+I), for Jobs and JobSets, its
+# 18180+2I, probes 18181+2I, visibility 8470+I), for Jobs, JobSets and pods, its
 # log and pid under _output/local/worker-I/berth.
 set -euo pipefail
 
@@ -67,7 +67,7 @@ if [[ -n $WORKER ]]; then
 		-e "s#127.0.0.1:18081#127.0.0.1:$((18181 + 2 * WORKER))#" \
 		-e "s#bindAddress: :8444#bindAddress: :$((8470 + WORKER))#" \
 		-e "s#certDir: _output/local/berth/certs#certDir: ${OUT#"$ROOT"/}/certs#" \
-		-e "/^  - [a-z]/{/batch\/job\|jobset/!d}" \
+		-e "/^  - [a-z]/{/batch\/job\|jobset\|- pod$/!d}" \
 		"$ROOT/config/local/berth.yaml" >"$CONFIG"
 fi
 

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -300,7 +301,7 @@ func (d *Dispatcher) copyIn(ctx context.Context, w *worker, wl *berthv1alpha1.Wo
 		case err != nil:
 			return time.Time{}, "", err
 		case stale(c, wl):
-			if err := deleteCopy(ctx, w, c); err != nil {
+			if err := deleteCopy(ctx, w, k, c); err != nil {
 				return time.Time{}, "", err
 			}
 			changed = true
@@ -457,7 +458,7 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, key types.NamespacedName,
 				if managerWorkload(c) != key || spare != nil && spare(w, c) {
 					return nil
 				}
-				return deleteCopy(ctx, w, c)
+				return deleteCopy(ctx, w, wk, c)
 			}); err != nil {
 				return err
 			}
@@ -466,8 +467,9 @@ func (d *Dispatcher) deleteCopies(ctx context.Context, key types.NamespacedName,
 	return nil
 }
 
-// deleteCopy deletes a copy in w with its pods, in the background.
-func deleteCopy(ctx context.Context, w *worker, c client.Object) error {
+// deleteCopy deletes a copy in w, of kind k, and the pods of one that
+// the worker's Berth started.
+func deleteCopy(ctx context.Context, w *worker, k *kind, c client.Object) error {
 	if !c.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
@@ -475,8 +477,24 @@ func deleteCopy(ctx context.Context, w *worker, c client.Object) error {
 	err := w.client.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(c.GetUID())})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
+	} else if err != nil || k.podLabel == "" || !k.started(c) {
+		// A copy held there made no pods.
+		return err
 	}
-	return err
+	// A worker that comes back after it was lost may have no garbage
+	// collector for a while: its copy's pods must not run on beside those
+	// of the copy that replaced it.
+	pods := &corev1.PodList{}
+	if err := w.client.List(ctx, pods, client.InNamespace(c.GetNamespace()), client.MatchingLabels{k.podLabel: string(c.GetUID())}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if err := w.client.Delete(ctx, p, client.Preconditions{UID: ptr.To(p.UID)}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // wakeAll wakes the dispatcher for every manager Workload with a check of

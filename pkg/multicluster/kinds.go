@@ -64,6 +64,20 @@ type kind struct {
 	// clear empties the status of a member that no worker runs any
 	// longer; it reports whether that changed it.
 	clear func(obj client.Object) bool
+	// podLabel is the label whose value is a Job's or a JobSet's UID on
+	// the pods its controller makes: a copy's pods are deleted with it,
+	// not left to the worker's garbage collector (whose controller manager
+	// may be minutes from leading again when the worker comes back).
+	podLabel string
+	// started reports whether a Job or JobSet is not suspended: it may
+	// have pods.
+	started func(obj client.Object) bool
+}
+
+func jobStarted(obj client.Object) bool { return !ptr.Deref(obj.(*batchv1.Job).Spec.Suspend, false) }
+
+func jobSetStarted(obj client.Object) bool {
+	return !ptr.Deref(obj.(*jobsetv1alpha2.JobSet).Spec.Suspend, false)
 }
 
 // kinds are the kinds of job dispatch handles.
@@ -83,9 +97,8 @@ var jobKind = kind{
 		job := obj.(*batchv1.Job)
 		return ptr.Deref(job.Spec.Suspend, false) && ptr.Deref(job.Spec.ManagedBy, "") == berthv1alpha1.MultiClusterControllerName
 	},
-	mirrored: func(_ *berthv1alpha1.Workload, obj client.Object) bool {
-		return !ptr.Deref(obj.(*batchv1.Job).Spec.Suspend, false)
-	},
+	mirrored: func(_ *berthv1alpha1.Workload, obj client.Object) bool { return jobStarted(obj) },
+	started:  jobStarted,
 	spec: func(obj, copyObj client.Object) {
 		job, c := obj.(*batchv1.Job), copyObj.(*batchv1.Job)
 		job.Spec.DeepCopyInto(&c.Spec)
@@ -99,8 +112,9 @@ var jobKind = kind{
 			}
 		}
 	},
-	mirror: mirrorStatus(func(obj client.Object) *batchv1.JobStatus { return &obj.(*batchv1.Job).Status }),
-	clear:  clearStatus(func(obj client.Object) *batchv1.JobStatus { return &obj.(*batchv1.Job).Status }),
+	mirror:   mirrorStatus(func(obj client.Object) *batchv1.JobStatus { return &obj.(*batchv1.Job).Status }),
+	clear:    clearStatus(func(obj client.Object) *batchv1.JobStatus { return &obj.(*batchv1.Job).Status }),
+	podLabel: batchv1.ControllerUidLabel,
 }
 
 var jobSetKind = kind{
@@ -117,16 +131,16 @@ var jobSetKind = kind{
 		js := obj.(*jobsetv1alpha2.JobSet)
 		return ptr.Deref(js.Spec.Suspend, false) && ptr.Deref(js.Spec.ManagedBy, "") == berthv1alpha1.MultiClusterControllerName
 	},
-	mirrored: func(_ *berthv1alpha1.Workload, obj client.Object) bool {
-		return !ptr.Deref(obj.(*jobsetv1alpha2.JobSet).Spec.Suspend, false)
-	},
+	mirrored: func(_ *berthv1alpha1.Workload, obj client.Object) bool { return jobSetStarted(obj) },
+	started:  jobSetStarted,
 	spec: func(obj, copyObj client.Object) {
 		js, c := obj.(*jobsetv1alpha2.JobSet), copyObj.(*jobsetv1alpha2.JobSet)
 		js.Spec.DeepCopyInto(&c.Spec)
 		c.Spec.ManagedBy, c.Spec.Suspend = nil, ptr.To(true)
 	},
-	mirror: mirrorStatus(func(obj client.Object) *jobsetv1alpha2.JobSetStatus { return &obj.(*jobsetv1alpha2.JobSet).Status }),
-	clear:  clearStatus(func(obj client.Object) *jobsetv1alpha2.JobSetStatus { return &obj.(*jobsetv1alpha2.JobSet).Status }),
+	mirror:   mirrorStatus(func(obj client.Object) *jobsetv1alpha2.JobSetStatus { return &obj.(*jobsetv1alpha2.JobSet).Status }),
+	clear:    clearStatus(func(obj client.Object) *jobsetv1alpha2.JobSetStatus { return &obj.(*jobsetv1alpha2.JobSet).Status }),
+	podLabel: jobsetv1alpha2.JobSetUIDKey,
 }
 
 // podKind is plain pods and pod groups. A pod cannot be handed to another

@@ -170,7 +170,9 @@ func (e *env) goneFrom(w localWorker, job string) {
 // TestMultiClusterDispatch runs the manager (the local cluster) and two
 // worker clusters, each with its own control plane, kwok nodes and Berth.
 // A job too large for worker-1's quota runs in worker-2, its status on the
-// manager's Job; a short job finishes there and here. Then the worker of
+// manager's Job; so does a pod group (dispatchGroup). A job's owner cannot
+// start its copies nor keep them by orphaning the job (copyEscapes). A short job finishes
+// there and here. Then the worker of
 // a running job is killed: the job runs again in the other, and when the
 // killed worker is back its stale copy is deleted. A sampler of both
 // workers' pods checks that the job never runs in both at once while both
@@ -222,6 +224,9 @@ spec:
 		t.Fatalf("pods run in the manager: %s", pods)
 	}
 
+	e.dispatchGroup(workers)
+	e.copyEscapes(workers, "big", workers[1])
+
 	// Finished there, finished here.
 	e.job("short", "main", "", 1, 1, "2s")
 	to := e.dispatchedTo("short", workers...)
@@ -251,6 +256,115 @@ spec:
 	e.runsIn(other, "lost", 1)
 	samples.stop()
 	samples.check(t, moved)
+}
+
+// dispatchGroup sends a group of two 4-GPU pods, too large for worker-1's
+// quota, to worker-2: its copies run there, while the manager's pods stay
+// at Berth's gate, bound to no node, with their copies' status. A pod
+// deleted here is deleted there.
+func (e *env) dispatchGroup(workers []localWorker) {
+	e.t.Helper()
+	for _, name := range []string{"gang-0", "gang-1"} {
+		apply(e.t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: %s
+  labels: {berth.dev/queue-name: main, berth.dev/pod-group-name: gang}
+  annotations: {berth.dev/pod-group-total-count: "2"}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, image: registry.example/e2e:latest, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}, limits: {nvidia.com/gpu: "4"}}}]
+`, name, e.ns))
+	}
+	eventually(e.t, "the group dispatched to "+workers[1].name(), 150*time.Second, func(ctx context.Context) error {
+		cluster := get(ctx, "wl", "-n", e.ns, "-l", "berth.dev/pod-group-name=gang", "-o", "jsonpath={.items[*].status.clusterName}")
+		if cluster != workers[1].name() {
+			return fmt.Errorf("clusterName %q, checks %s", cluster, get(ctx, "wl", "-n", e.ns, "-l", "berth.dev/pod-group-name=gang", "-o", "jsonpath={.items[*].status.admissionChecks}"))
+		}
+		return nil
+	})
+	eventually(e.t, "the group's copies running in "+workers[1].name(), 90*time.Second, func(ctx context.Context) error {
+		out := workers[1].get(ctx, "pods", "-n", e.ns, "-l", "berth.dev/pod-group-name=gang", "--field-selector=status.phase=Running", "-o", "name")
+		if n := len(strings.Fields(out)); n != 2 {
+			return fmt.Errorf("%d running", n)
+		}
+		return nil
+	})
+	eventually(e.t, "the manager's pods held, with their copies' status", 60*time.Second, func(ctx context.Context) error {
+		out := get(ctx, "pods", "-n", e.ns, "-l", "berth.dev/pod-group-name=gang", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}:{.status.phase}:{.spec.nodeName}:{.spec.schedulingGates[*].name};{end}`)
+		if out != "gang-0:Running::berth.dev/admission;gang-1:Running::berth.dev/admission;" {
+			return fmt.Errorf("pods (name:phase:node:gates) %q", out)
+		}
+		return nil
+	})
+	for _, name := range []string{"gang-0", "gang-1"} {
+		if _, err := kubectl(e.t.Context(), "", "delete", "pod", name, "-n", e.ns, "--wait=false"); err != nil {
+			e.t.Fatal(err)
+		}
+		eventually(e.t, "the copy of "+name+" deleted in "+workers[1].name(), 60*time.Second, func(ctx context.Context) error {
+			out, err := workers[1].kubectl(ctx, "", "get", "pod", name, "-n", e.ns, "--ignore-not-found", "-o", "name")
+			if err != nil || strings.TrimSpace(out) != "" {
+				return fmt.Errorf("copy %q (%v)", strings.TrimSpace(out), err)
+			}
+			return nil
+		})
+	}
+}
+
+// copyEscapes tries, as the owner of jobs dispatched to workers, to run
+// what was not admitted: a job that waits for room (2 pods of 8 GPUs,
+// more than either worker has free) cannot be started through its copy in
+// a worker, whose Berth refuses it, naming spec.suspend; orphaned in the
+// manager, it takes its copies with it; and so does the job running in
+// worker w. A sampler of the waiting job's pods in the workers checks that
+// none ever runs.
+func (e *env) copyEscapes(workers []localWorker, running string, w localWorker) {
+	e.t.Helper()
+	e.job("huge", "main", "", 2, 8, "")
+	ctx, cancel := context.WithCancel(e.t.Context())
+	ran := make(chan int)
+	go func() {
+		n := 0
+		for ctx.Err() == nil {
+			for _, w := range workers {
+				n = max(n, e.runningIn(ctx, w, "huge"))
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		ran <- n
+	}()
+	for _, w := range workers {
+		eventually(e.t, "the waiting job's copy in "+w.name(), 90*time.Second, func(ctx context.Context) error {
+			if s := w.get(ctx, "job", "huge", "-n", e.ns, "-o", "jsonpath={.spec.suspend}"); s != "true" {
+				return fmt.Errorf("the copy's spec.suspend %q", s)
+			}
+			return nil
+		})
+		_, err := w.kubectl(e.t.Context(), "", "patch", "job", "huge", "-n", e.ns, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+		if err == nil || !strings.Contains(err.Error(), "spec.suspend") {
+			e.t.Fatalf("starting the waiting copy in %s: %v; want a refusal naming spec.suspend", w.name(), err)
+		}
+	}
+	for _, job := range []string{"huge", running} {
+		if _, err := kubectl(e.t.Context(), "", "delete", "job", job, "-n", e.ns, "--cascade=orphan"); err != nil {
+			e.t.Fatal(err)
+		}
+		for _, w := range workers {
+			e.goneFrom(w, job)
+		}
+	}
+	eventually(e.t, "no pod of the orphaned "+running+" running in "+w.name(), 60*time.Second, func(ctx context.Context) error {
+		if n := e.runningIn(ctx, w, running); n != 0 {
+			return fmt.Errorf("%d running", n)
+		}
+		return nil
+	})
+	cancel()
+	if n := <-ran; n > 0 {
+		e.t.Fatalf("%d pods of the waiting job ran in a worker", n)
+	}
 }
 
 // bothSampler counts a job's running pods in each worker twice a second.
