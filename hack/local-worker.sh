@@ -48,6 +48,11 @@ stop)
 	;;
 start)
 	"$BIN/kwokctl" start cluster --name "$CLUSTER" --wait 120s >/dev/null
+	# The node leases name the kwok controller that ran before the stop,
+	# and the new one does not take them over: without them, the nodes'
+	# pods would not start or end. A kubelet that restarts renews its
+	# own lease at once.
+	"${WORKER[@]}" -n kube-node-lease delete lease --all >/dev/null
 	BERTH_WORKER=$i "$ROOT/hack/local-berth.sh"
 	echo "local-worker: worker-$i is started again"
 	exit 0

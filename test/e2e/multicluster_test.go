@@ -113,16 +113,19 @@ spec: {clusterQueue: %[3]s}
 	})
 }
 
-// runningIn is the number of Running pods of job in the worker, -1 when
-// the worker does not answer.
+// runningIn is the number of Running pods of job in the worker that are
+// not being deleted, -1 when the worker does not answer. A pod being
+// deleted is the worker's kubelet's to stop: once Berth deleted it, how
+// soon it ends is not Berth's.
 func (e *env) runningIn(ctx context.Context, w localWorker, job string) int {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	out, err := w.kubectl(ctx, "", "get", "pods", "-n", e.ns, "-l", "job-name="+job, "--field-selector=status.phase=Running", "-o", "name")
+	out, err := w.kubectl(ctx, "", "get", "pods", "-n", e.ns, "-l", "job-name="+job, "--field-selector=status.phase=Running",
+		"-o", `jsonpath={range .items[*]}{.metadata.deletionTimestamp}/{end}`)
 	if err != nil {
 		return -1
 	}
-	return len(strings.Fields(out))
+	return strings.Count(out, "/") - strings.Count(out, "Z/")
 }
 
 // dispatchedTo waits until the manager's Workload of job was dispatched to
@@ -437,6 +440,8 @@ func (s *bothSampler) check(t *testing.T, moved time.Duration) {
 	t.Logf("%d samples; the job ran elsewhere %s after its worker was killed; after the worker came back, its stale copy showed running in %d samples",
 		len(s.rows), moved.Truncate(time.Second), len(overlap))
 	if len(overlap) > 0 {
+		t.Logf("the worker was started again at %s; the stale copy ran from %s to %s", s.rows[min(s.marked, len(s.rows)-1)].at.Format(time.StampMilli),
+			overlap[0].Format(time.StampMilli), overlap[len(overlap)-1].Format(time.StampMilli))
 		if span := overlap[len(overlap)-1].Sub(overlap[0]); span > 15*time.Second {
 			t.Fatalf("the stale copy ran beside the new one for %s after its worker came back", span)
 		}
