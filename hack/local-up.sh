@@ -22,14 +22,15 @@ export KWOK_WORKDIR=$OUT/kwok
 export KUBECONFIG=$OUT/kubeconfig
 KUBECTL=("$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG")
 
+# shellcheck source=hack/kwok-cluster.sh
+source "$ROOT/hack/kwok-cluster.sh"
+
 "$ROOT/hack/toolchain.sh" etcd kube kwok berth-scheduler
 mkdir -p "$OUT"
 
 if "${KUBECTL[@]}" get --raw /readyz >/dev/null 2>&1; then
 	echo "local-up: the cluster is already up"
 else
-	# A cluster left half-started (e.g. after a reboot) is removed first.
-	"$BIN/kwokctl" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
 	echo "local-up: starting the control plane"
 	# Aggregator routing: the API server calls a Service's endpoints rather
 	# than its ClusterIP, which nothing routes here (no kube-proxy), so that
@@ -40,26 +41,13 @@ else
 	# The requestheader flags publish how the API server's front proxy
 	# authenticates (kwok gives it the administrator's certificate), which
 	# the visibility API checks on every request.
-	"$BIN/kwokctl" create cluster --name "$CLUSTER" --runtime binary \
-		--etcd-binary "$K8S_BIN/etcd" \
-		--kube-apiserver-binary "$K8S_BIN/kube-apiserver" \
-		--kube-controller-manager-binary "$K8S_BIN/kube-controller-manager" \
-		--kube-scheduler-binary "$BIN/berth-scheduler" \
-		--kube-scheduler-config "$ROOT/config/scheduler/scheduler-config.yaml" \
-		--kwok-controller-binary "$BIN/kwok" \
+	kwok_cluster_up "$CLUSTER" "$KUBECONFIG" "$OUT/kwokctl-create.log" \
 		--extra-args kube-apiserver=enable-aggregator-routing=true \
 		--extra-args "kube-apiserver=requestheader-client-ca-file=$KWOK_WORKDIR/clusters/$CLUSTER/pki/ca.crt" \
 		--extra-args kube-apiserver=requestheader-allowed-names=kwok-admin \
 		--extra-args kube-apiserver=requestheader-username-headers=X-Remote-User \
 		--extra-args kube-apiserver=requestheader-group-headers=X-Remote-Group \
-		--extra-args kube-apiserver=requestheader-extra-headers-prefix=X-Remote-Extra- \
-		--kubeconfig "$KUBECONFIG" \
-		--config "$ROOT/config/local/stages.yaml" \
-		--wait 120s >"$OUT/kwokctl-create.log" 2>&1 || {
-		cat "$OUT/kwokctl-create.log" >&2
-		exit 1
-	}
-	"${KUBECTL[@]}" config use-context "kwok-$CLUSTER" >/dev/null
+		--extra-args kube-apiserver=requestheader-extra-headers-prefix=X-Remote-Extra-
 fi
 
 echo "local-up: applying the nodes, the CRDs, the validation policy and the webhooks"

@@ -31,6 +31,8 @@ export KWOK_WORKDIR=$OUT/kwok
 WORKER_KUBECONFIG=$OUT/kubeconfig
 MANAGER=("$K8S_BIN/kubectl" --kubeconfig "$ROOT/_output/local/kubeconfig")
 WORKER=("$K8S_BIN/kubectl" --kubeconfig "$WORKER_KUBECONFIG")
+# shellcheck source=hack/kwok-cluster.sh
+source "$ROOT/hack/kwok-cluster.sh"
 
 stop_berth() {
 	if [[ -f $OUT/berth/pid ]]; then
@@ -78,22 +80,8 @@ mkdir -p "$OUT"
 if "${WORKER[@]}" get --raw /readyz >/dev/null 2>&1; then
 	echo "local-worker: worker-$i is already up"
 else
-	"$BIN/kwokctl" delete cluster --name "$CLUSTER" >/dev/null 2>&1 || true
 	echo "local-worker: starting the control plane of worker-$i"
-	"$BIN/kwokctl" create cluster --name "$CLUSTER" --runtime binary \
-		--etcd-binary "$K8S_BIN/etcd" \
-		--kube-apiserver-binary "$K8S_BIN/kube-apiserver" \
-		--kube-controller-manager-binary "$K8S_BIN/kube-controller-manager" \
-		--kube-scheduler-binary "$BIN/berth-scheduler" \
-		--kube-scheduler-config "$ROOT/config/scheduler/scheduler-config.yaml" \
-		--kwok-controller-binary "$BIN/kwok" \
-		--kubeconfig "$WORKER_KUBECONFIG" \
-		--config "$ROOT/config/local/stages.yaml" \
-		--wait 120s >"$OUT/kwokctl-create.log" 2>&1 || {
-		cat "$OUT/kwokctl-create.log" >&2
-		exit 1
-	}
-	"${WORKER[@]}" config use-context "kwok-$CLUSTER" >/dev/null
+	kwok_cluster_up "$CLUSTER" "$WORKER_KUBECONFIG" "$OUT/kwokctl-create.log"
 fi
 
 for n in 0 1; do
