@@ -1,5 +1,6 @@
 # Sourced by hack/local-up.sh and hack/local-worker.sh: the one way the
-# local cluster and its workers start a control plane.
+# local cluster and its workers start a control plane, and wait for what
+# they apply to it.
 #
 # kwok_cluster_up NAME KUBECONFIG LOG [KWOKCTL_ARGS...] starts kwokctl
 # cluster NAME (under $KWOK_WORKDIR) from the binaries in bin/: etcd,
@@ -30,4 +31,18 @@ kwok_cluster_up() {
 		return 1
 	}
 	"$bin/k8s/kubectl" --kubeconfig "$kubeconfig" config use-context "kwok-$name" >/dev/null
+}
+
+# kubectl_wait KUBECONFIG ARGS... retries `kubectl wait ARGS...` for up to
+# a minute: it gives up at once on an object that has no conditions yet,
+# as a new CRD or node has for a moment.
+kubectl_wait() {
+	local kubeconfig=$1 i
+	shift
+	for i in $(seq 60); do
+		"$(dirname "${BASH_SOURCE[0]}")/../bin/k8s/kubectl" --kubeconfig "$kubeconfig" wait --timeout=30s "$@" >/dev/null 2>&1 && return 0
+		sleep 1
+	done
+	echo "timed out on kubectl wait $*" >&2
+	return 1
 }

@@ -93,17 +93,7 @@ LWS_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/lws operators)/config/crd/bases
 RAY_CRDS=$("$ROOT/hack/moddir.sh" github.com/ray-project/kuberay/ray-operator operators)/config/crd/bases
 # Trainer's CRD directory holds a kustomization too: its three CRDs by name.
 TRAINER_CRDS=$("$ROOT/hack/moddir.sh" github.com/kubeflow/trainer/v2 operators)/manifests/base/crds
-# wait_for ARGS... retries `kubectl wait`: it gives up at once on an object
-# that has no conditions yet, as a new CRD or node has for a moment.
-wait_for() {
-	local i
-	for i in $(seq 60); do
-		"${KUBECTL[@]}" wait --timeout=30s "$@" >/dev/null 2>&1 && return 0
-		sleep 1
-	done
-	echo "local-up: timed out on kubectl wait $*" >&2
-	return 1
-}
+wait_for() { kubectl_wait "$KUBECONFIG" "$@"; }
 # Server-side: the Workload CRD is larger than client-side apply's annotation.
 # The ProvisioningRequest CRD stands for cluster-autoscaler's.
 for crds in "$ROOT/config/crd/bases" "$ROOT/config/components/provisioningrequest" "$JOBSET_CRDS" "$LWS_CRDS" "$RAY_CRDS"; do

@@ -106,7 +106,7 @@ done | "${WORKER[@]}" apply -f - >/dev/null
 JOBSET_CRDS=$("$ROOT/hack/moddir.sh" sigs.k8s.io/jobset)/config/components/crd/bases
 for crds in "$ROOT/config/crd/bases" "$JOBSET_CRDS"; do
 	"${WORKER[@]}" apply --server-side --force-conflicts -f "$crds" >/dev/null
-	"${WORKER[@]}" wait --timeout=60s --for=condition=Established -f "$crds" >/dev/null
+	kubectl_wait "$WORKER_KUBECONFIG" --for=condition=Established -f "$crds"
 done
 "${WORKER[@]}" apply --server-side --force-conflicts -k "$ROOT/config/validation" >/dev/null
 sed "s#https://127.0.0.1:9443/#https://127.0.0.1:$((9470 + i))/#" "$ROOT/config/local/webhooks.yaml" | "${WORKER[@]}" apply -f - >/dev/null

@@ -250,16 +250,7 @@ spec:
 		e := newEnv(t)
 		e.localQueue("main", e.queue("roles", "", gpuQuota{flavor: e.flavor("h100"), gpus: "2"}))
 		for _, p := range []struct{ name, gpus string }{{"big", "8"}, {"small", "1"}} {
-			apply(t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: %s
-  labels: {berth.dev/queue-name: main, berth.dev/pod-group-name: g}
-  annotations: {berth.dev/pod-group-total-count: "3"}
-spec:
-  containers: [{name: c, image: registry.example/e2e:latest, resources: {requests: {nvidia.com/gpu: %q}, limits: {nvidia.com/gpu: %q}}}]
-`, p.name, e.ns, p.gpus, p.gpus))
+			apply(t, groupPodOf(e.ns, p.name, "g", 3, p.gpus))
 		}
 		role := get(t.Context(), "pod", "small", "-n", e.ns, "-o", `jsonpath={.metadata.annotations.berth\.dev/pod-group-role}`)
 		e.refused([]string{"metadata.annotations[berth.dev/pod-group-role]"}, "annotate", "pod", "big", "-n", e.ns, "--overwrite", "berth.dev/pod-group-role="+role)

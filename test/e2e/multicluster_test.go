@@ -268,17 +268,7 @@ spec:
 func (e *env) dispatchGroup(workers []localWorker) {
 	e.t.Helper()
 	for _, name := range []string{"gang-0", "gang-1"} {
-		apply(e.t, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: %s
-  labels: {berth.dev/queue-name: main, berth.dev/pod-group-name: gang}
-  annotations: {berth.dev/pod-group-total-count: "2"}
-spec:
-  restartPolicy: Never
-  containers: [{name: c, image: registry.example/e2e:latest, resources: {requests: {cpu: "1", nvidia.com/gpu: "4"}, limits: {nvidia.com/gpu: "4"}}}]
-`, name, e.ns))
+		apply(e.t, groupPodOf(e.ns, name, "gang", 2, "4"))
 	}
 	eventually(e.t, "the group dispatched to "+workers[1].name(), 150*time.Second, func(ctx context.Context) error {
 		cluster := get(ctx, "wl", "-n", e.ns, "-l", "berth.dev/pod-group-name=gang", "-o", "jsonpath={.items[*].status.clusterName}")

@@ -171,3 +171,19 @@ func (e *env) waitPendingWithin(timeout time.Duration, job string, parts ...stri
 func (e *env) suspended(ctx context.Context, job string) bool {
 	return get(ctx, "job", job, "-n", e.ns, "-o", "jsonpath={.spec.suspend}") == "true"
 }
+
+// groupPodOf is the YAML of pod name of pod group group, of total pods, in
+// queue main, asking for gpus GPUs.
+func groupPodOf(ns, name, group string, total int, gpus string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: %s
+  labels: {berth.dev/queue-name: main, berth.dev/pod-group-name: %s}
+  annotations: {berth.dev/pod-group-total-count: "%d"}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, image: registry.example/e2e:latest, resources: {requests: {nvidia.com/gpu: %q}, limits: {nvidia.com/gpu: %q}}}]
+`, name, ns, group, total, gpus, gpus)
+}
