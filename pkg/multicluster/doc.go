@@ -12,16 +12,19 @@
 //
 // Dispatcher runs the admission checks of berth.dev/multicluster. Once
 // the manager reserves quota for a workload with such a check, it copies
-// the workload's job (a Job or JobSet, whose spec.managedBy keeps the
-// manager's own controller of the kind away) to every reachable worker of
-// the check's MultiClusterConfig, suspended, with the origin label. Each
-// worker's own Berth queues its copy; the first that reserves quota wins:
-// the check turns Ready, the Workload's status.clusterName names the
-// worker, and the other copies are deleted. From then on the copy's status
-// is mirrored onto the manager's job, so that the manager's Berth sees it
-// run and finish. A copy the manager no longer needs (its workload
-// finished, requeued or deleted, or the copy of an earlier attempt) is
-// deleted whenever the dispatcher sees it. A worker that has not answered
+// the workload's job to every reachable worker of the check's
+// MultiClusterConfig, held, with the origin label: a Job or JobSet (whose
+// spec.managedBy keeps the manager's own controller of the kind away),
+// suspended; or each pod of a plain pod or pod group, at Berth's gate
+// (the manager's pods stay at theirs, since a pod cannot be handed to
+// another controller). Each worker's own Berth queues its copies; the
+// first that reserves quota wins: the check turns Ready, the Workload's
+// status.clusterName names the worker, and the other copies are deleted.
+// From then on each copy's status is mirrored onto the manager's object,
+// so that the manager's Berth sees it run and finish. A copy the manager
+// no longer needs (its workload finished, requeued or deleted, or the
+// copy of an earlier attempt) is deleted whenever the dispatcher sees it,
+// with the pods of a Job or JobSet that ran there. A worker that has not answered
 // for longer than the lost timeout has its workloads requeued with the
 // check's Retry.
 //
