@@ -30,9 +30,10 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme, scope Scope) (cache.
 	// cluster, and every queue's status is rewritten every few seconds
 	// while its counts change, each write coming back as an event: their
 	// watches decode in one pass, and skip the managed fields the
-	// transform below would drop.
+	// transform below would drop. The Workloads of a sweep of jobs made
+	// from one template hold one pod spec between them.
 	newInformer, err := fastwatch.NewInformer(cfg, httpClient, scheme,
-		fastwatch.For[berthv1alpha1.Workload]("workloads").WithoutManagedFields(),
+		fastwatch.Sharing[corev1.PodSpec](fastwatch.For[berthv1alpha1.Workload]("workloads").WithoutManagedFields(), sharedPodSpecs),
 		fastwatch.For[berthv1alpha1.ClusterQueue]("clusterqueues").WithoutManagedFields(),
 		fastwatch.For[berthv1alpha1.LocalQueue]("localqueues").WithoutManagedFields())
 	if err != nil {
@@ -49,6 +50,10 @@ func CacheOptions(cfg *rest.Config, scheme *runtime.Scheme, scope Scope) (cache.
 		ByObject:         scope.byObject(),
 	}, nil
 }
+
+// sharedPodSpecs is how many pod specs the Workloads' watch remembers, to
+// share among the Workloads that hold the same one.
+const sharedPodSpecs = 1024
 
 // Scope names the objects of kinds that Berth reads only one of: the
 // webhook configurations it writes its CA bundle into.

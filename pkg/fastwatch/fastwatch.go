@@ -61,11 +61,20 @@ import (
 type Kind struct {
 	object   runtime.Object
 	resource string
-	decode   func(line []byte) (watch.Event, error)
+	decode   func(line []byte, opts json.Options) (watch.Event, error)
+	// unmarshalers decode some of the kind's types their own way
+	// (Sharing).
+	unmarshalers *json.Unmarshalers
 }
 
 // open starts a watch of k over a response body.
-func (k Kind) open(body io.ReadCloser) watch.Interface { return newStream(body, k.decode) }
+func (k Kind) open(body io.ReadCloser) watch.Interface {
+	opts := lenient
+	if k.unmarshalers != nil {
+		opts = json.JoinOptions(lenient, json.WithUnmarshalers(k.unmarshalers))
+	}
+	return newStream(body, func(line []byte) (watch.Event, error) { return k.decode(line, opts) })
+}
 
 // For names the kind of T, served as resource (its plural). It panics when
 // T holds a field that json v2 decodes differently from encoding/json.
@@ -199,17 +208,17 @@ func (w *watcher) watch(ctx context.Context, opts metav1.ListOptions) (watch.Int
 // of the decode.
 var lenient = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
-// decode reads one line of a watch stream: an event of a T, or an error
-// event carrying a Status.
+// decode reads one line of a watch stream with opts: an event of a T, or
+// an error event carrying a Status.
 func decode[T any, PT interface {
 	*T
 	runtime.Object
-}](line []byte) (watch.Event, error) {
+}](line []byte, opts json.Options) (watch.Event, error) {
 	var e struct {
 		Type   watch.EventType `json:"type"`
 		Object PT              `json:"object"`
 	}
-	err := json.Unmarshal(line, &e, lenient)
+	err := json.Unmarshal(line, &e, opts)
 	if err != nil || e.Type == watch.Error {
 		// An error event carries a Status, not a T: decode the line
 		// again, as one.

@@ -105,7 +105,7 @@ func events(s *stream) []watch.Event {
 }
 
 func newWorkloadStream(data string) *stream {
-	return newStream(io.NopCloser(strings.NewReader(data)), decode[berthv1alpha1.Workload])
+	return For[berthv1alpha1.Workload]("workloads").open(io.NopCloser(strings.NewReader(data))).(*stream)
 }
 
 // fullSample is sample with a pod template that uses the shapes of JSON
@@ -216,15 +216,15 @@ func queueSamples() (*berthv1alpha1.ClusterQueue, *berthv1alpha1.LocalQueue) {
 func TestQueuesDecodeAsClientGoDoes(t *testing.T) {
 	cq, lq := queueSamples()
 	for _, tc := range []struct {
-		obj    runtime.Object
-		decode func([]byte) (watch.Event, error)
+		obj  runtime.Object
+		kind Kind
 	}{
-		{cq, decode[berthv1alpha1.ClusterQueue]},
-		{lq, decode[berthv1alpha1.LocalQueue]},
+		{cq, For[berthv1alpha1.ClusterQueue]("clusterqueues")},
+		{lq, For[berthv1alpha1.LocalQueue]("localqueues")},
 	} {
 		data := line(t, watch.Added, tc.obj) + line(t, watch.Modified, tc.obj)
 		want := clientGoEvents(t, data)
-		got := events(newStream(io.NopCloser(strings.NewReader(data)), tc.decode))
+		got := events(tc.kind.open(io.NopCloser(strings.NewReader(data))).(*stream))
 		if len(got) != len(want) {
 			t.Fatalf("%T: got %d events, client-go decodes %d", tc.obj, len(got), len(want))
 		}
@@ -342,7 +342,7 @@ func TestTruncatedStreamEndsQuietly(t *testing.T) {
 func TestStopEndsAWatchThatWaits(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
-	s := newStream(r, decode[berthv1alpha1.Workload])
+	s := For[berthv1alpha1.Workload]("workloads").open(r).(*stream)
 	go func() { _, _ = io.WriteString(w, line(t, watch.Added, sample("a"))) }()
 	if ev := <-s.ResultChan(); ev.Type != watch.Added {
 		t.Fatalf("got %v, want the added event", ev)
@@ -404,7 +404,7 @@ func BenchmarkDecode(b *testing.B) {
 
 func TestCancelledContextEndsQuietly(t *testing.T) {
 	r, w := io.Pipe()
-	s := newStream(r, decode[berthv1alpha1.Workload])
+	s := For[berthv1alpha1.Workload]("workloads").open(r).(*stream)
 	go func() {
 		_, _ = io.WriteString(w, line(t, watch.Added, sample("a")))
 		// What an HTTP body returns once its request's context is done.

@@ -3,6 +3,8 @@ package fastwatch
 import (
 	"bytes"
 
+	"github.com/go-json-experiment/json"
+
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -18,7 +20,7 @@ import (
 // key spelt with spaces, say) is decoded whole, as before.
 func (k Kind) WithoutManagedFields() Kind {
 	decode := k.decode
-	k.decode = func(line []byte) (watch.Event, error) { return decode(cutManagedFields(line)) }
+	k.decode = func(line []byte, opts json.Options) (watch.Event, error) { return decode(cutManagedFields(line), opts) }
 	return k
 }
 

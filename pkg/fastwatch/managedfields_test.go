@@ -123,7 +123,7 @@ func BenchmarkCutManagedFields(b *testing.B) {
 				if cut {
 					l = cutManagedFields(l)
 				}
-				if _, err := decode[berthv1alpha1.Workload](l); err != nil {
+				if _, err := decode[berthv1alpha1.Workload](l, lenient); err != nil {
 					b.Fatal(err)
 				}
 			}
