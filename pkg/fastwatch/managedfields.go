@@ -4,7 +4,6 @@ import (
 	"bytes"
 
 	"github.com/go-json-experiment/json"
-
 	"k8s.io/apimachinery/pkg/watch"
 )
 
