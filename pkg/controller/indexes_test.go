@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -54,6 +56,14 @@ func TestQueueWorkloadsFollowsTheInformer(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"d"}, of("team-b", "main")); diff != "" {
 		t.Errorf("team-b/main (-want +got):\n%s", diff)
+	}
+
+	// Get hands out the stored object too, and NotFound for one not there.
+	if got, err := q.Get(types.NamespacedName{Namespace: "team-a", Name: "a"}); err != nil || got != a {
+		t.Errorf("Get(team-a/a) = %p, %v; want the stored object %p", got, err, a)
+	}
+	if _, err := q.Get(types.NamespacedName{Namespace: "team-b", Name: "a"}); !apierrors.IsNotFound(err) {
+		t.Errorf("Get(team-b/a) = %v, want NotFound", err)
 	}
 
 	moved := a.DeepCopy()

@@ -79,7 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, e Engine, opts Options) error 
 	warnings := newUnusedWarnings(e.Recorder)
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&WorkloadReconciler{
-			client: cl, writer: e.Writer, cache: e.Cache, queues: e.Queues, pending: e.Pending, recorder: e.Recorder,
+			client: cl, stored: queueWorkloads.Get, writer: e.Writer, cache: e.Cache, queues: e.Queues, pending: e.Pending, recorder: e.Recorder,
 			podsReadyTimeout: opts.PodsReadyTimeout, recoveryTimeout: opts.RecoveryTimeout, backoff: opts.Backoff, retention: opts.Retention, integrated: integratedOr(opts.Integrated),
 			concurrency: opts.WorkloadConcurrency, status: n,
 		},

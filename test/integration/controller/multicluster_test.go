@@ -300,6 +300,7 @@ func TestMultiClusterDispatch(t *testing.T) {
 	})
 
 	dispatchPodGroup(t, ns, small, large)
+	dispatchPod(t, ns, small, large)
 
 	// Evicted in its worker (deactivated there): requeued here, and
 	// dispatched again.
@@ -372,11 +373,7 @@ func TestMultiClusterDispatch(t *testing.T) {
 }
 
 // dispatchPodGroup dispatches a group of two 3-CPU pods, which only the
-// large worker has room for. Its pods stay at their gate in the manager
-// throughout, while their copies run in the worker and their status is
-// mirrored. Evicted there (its Workload deactivated), the group is
-// requeued here, its pods' status put back to held, and dispatched again;
-// its copies succeed, and the group finishes here.
+// large worker has room for, as dispatchPods says.
 func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
 	t.Helper()
 	pods := []*corev1.Pod{
@@ -384,6 +381,38 @@ func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
 		utiltesting.MakePod("infer-b", ns).Queue("main").Group("infer", "2").Request(corev1.ResourceCPU, "3").Obj(),
 	}
 	mustCreate(t, pods[0], pods[1])
+	dispatchPods(t, pods, small, large,
+		func(what string, check func(*berthv1alpha1.Workload) error) { groupWorkload(t, ns, "infer", what, check) },
+		func(context.Context) (string, error) { return podgroup.GroupWorkloadName(ns, "infer"), nil })
+}
+
+// dispatchPod dispatches a plain pod of 6 CPUs, which only the large
+// worker has room for: a group of one, as dispatchPods says.
+func dispatchPod(t *testing.T, ns string, small, large *workerCluster) {
+	t.Helper()
+	p := utiltesting.MakePod("solo", ns).Queue("main").Request(corev1.ResourceCPU, "6").Obj()
+	mustCreate(t, p)
+	dispatchPods(t, []*corev1.Pod{p}, small, large,
+		func(what string, check func(*berthv1alpha1.Workload) error) { podWorkload(t, p, what, check) },
+		func(ctx context.Context) (string, error) {
+			c := &corev1.Pod{}
+			if err := large.server.Client.Get(ctx, client.ObjectKeyFromObject(p), c); err != nil {
+				return "", err
+			}
+			return jobframework.WorkloadName(podGVK, c.Name, string(c.UID)), nil
+		})
+}
+
+// dispatchPods follows pods, which only the large worker has room for,
+// through their dispatch: they stay at their gate in the manager
+// throughout, while their copies run in the worker and their status is
+// mirrored. Evicted there (their Workload, remote, deactivated), they are
+// requeued here, their status put back to held, and dispatched again;
+// their copies succeed, and their Workload (local) finishes here.
+func dispatchPods(t *testing.T, pods []*corev1.Pod, small, large *workerCluster,
+	local func(what string, check func(*berthv1alpha1.Workload) error), remote func(context.Context) (string, error)) {
+	t.Helper()
+	ns := pods[0].Namespace
 	heldHere := func(what string, check func(*corev1.Pod) error) {
 		t.Helper()
 		for _, p := range pods {
@@ -433,8 +462,8 @@ func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
 			})
 		}
 	}
-	groupWorkload(t, ns, "infer", "the pod group dispatched to the large worker", dispatchedTo(large.name))
-	copies(large, "the group's copies run", copyRuns)
+	local("dispatched to the large worker", dispatchedTo(large.name))
+	copies(large, "the copies run", copyRuns)
 	copies(small, "no copies in the small worker", func(c *corev1.Pod, err error) error {
 		if apierrors.IsNotFound(err) || err == nil && !c.DeletionTimestamp.IsZero() {
 			return nil
@@ -448,18 +477,22 @@ func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
 		}
 		return nil
 	})
-	groupWorkload(t, ns, "infer", "the group's pods ready in the manager", conditionIs(berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, ""))
+	local("the pods ready in the manager", conditionIs(berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, ""))
 
 	// Evicted there: requeued here, held again, dispatched again.
-	waitFor(t, "deactivating the group's Workload in the large worker", func(ctx context.Context) error {
-		remote := &berthv1alpha1.Workload{}
-		if err := large.server.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: podgroup.GroupWorkloadName(ns, "infer")}, remote); err != nil {
+	waitFor(t, "deactivating the Workload in the large worker", func(ctx context.Context) error {
+		name, err := remote(ctx)
+		if err != nil {
 			return err
 		}
-		remote.Spec.Active = ptr.To(false)
-		return large.server.Client.Update(ctx, remote)
+		wl := &berthv1alpha1.Workload{}
+		if err := large.server.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, wl); err != nil {
+			return err
+		}
+		wl.Spec.Active = ptr.To(false)
+		return large.server.Client.Update(ctx, wl)
 	})
-	groupWorkload(t, ns, "infer", "the group requeued in the manager", func(wl *berthv1alpha1.Workload) error {
+	local("requeued in the manager", func(wl *berthv1alpha1.Workload) error {
 		if wl.Status.RequeueState == nil || ptr.Deref(wl.Status.RequeueState.Count, 0) < 1 {
 			return fmt.Errorf("requeue state %+v, conditions %v", wl.Status.RequeueState, wl.Status.Conditions)
 		}
@@ -471,8 +504,8 @@ func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
 		}
 		return nil
 	})
-	groupWorkload(t, ns, "infer", "the group dispatched again", dispatchedTo(large.name))
-	copies(large, "the group's new copies run", func(c *corev1.Pod, err error) error {
+	local("dispatched again", dispatchedTo(large.name))
+	copies(large, "the new copies run", func(c *corev1.Pod, err error) error {
 		if err := copyRuns(c, err); err != nil {
 			return err
 		}
@@ -482,14 +515,14 @@ func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
 		return nil
 	})
 	playKubelet(large, corev1.PodSucceeded)
-	groupWorkload(t, ns, "infer", "the group finished in the manager", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
+	local("finished in the manager", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
 	heldHere("held here, succeeded", func(cur *corev1.Pod) error {
 		if cur.Status.Phase != corev1.PodSucceeded {
 			return fmt.Errorf("phase %s", cur.Status.Phase)
 		}
 		return nil
 	})
-	copies(large, "the finished group's copies deleted", func(c *corev1.Pod, err error) error {
+	copies(large, "the finished copies deleted", func(c *corev1.Pod, err error) error {
 		if apierrors.IsNotFound(err) || err == nil && !c.DeletionTimestamp.IsZero() {
 			return nil
 		}
