@@ -31,7 +31,7 @@ func TestSetProcs(t *testing.T) {
 	}
 }
 
-// The soft memory limit is half the container's (BERTH_MEMORY_LIMIT), unless
+// The soft memory limit is 45% of the container's (BERTH_MEMORY_LIMIT), unless
 // GOMEMLIMIT is set, when Go's own reading of it stands, or it runs stock.
 func TestSetMemoryLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
@@ -43,8 +43,8 @@ func TestSetMemoryLimit(t *testing.T) {
 		wantErr    string
 	}{
 		"no container limit":                     {want: before},
-		"1Gi":                                    {env: map[string]string{MemoryLimitEnv: "1Gi"}, want: 512 << 20},
-		"bytes, as the downward API writes them": {env: map[string]string{MemoryLimitEnv: "1073741824"}, want: 512 << 20},
+		"1Gi":                                    {env: map[string]string{MemoryLimitEnv: "1Gi"}, want: (1 << 30) / 100 * 45},
+		"bytes, as the downward API writes them": {env: map[string]string{MemoryLimitEnv: "1073741824"}, want: (1 << 30) / 100 * 45},
 		"GOMEMLIMIT set":                         {env: map[string]string{MemoryLimitEnv: "1Gi", "GOMEMLIMIT": "900MiB"}, want: before},
 		"stock":                                  {deviations: Deviations{Stock: true}, env: map[string]string{MemoryLimitEnv: "1Gi"}, want: before},
 		"unreadable":                             {env: map[string]string{MemoryLimitEnv: "a lot"}, wantErr: MemoryLimitEnv},
