@@ -381,35 +381,34 @@ func dispatchPodGroup(t *testing.T, ns string, small, large *workerCluster) {
 		utiltesting.MakePod("infer-b", ns).Queue("main").Group("infer", "2").Request(corev1.ResourceCPU, "3").Obj(),
 	}
 	mustCreate(t, pods[0], pods[1])
-	dispatchPods(t, pods, small, large,
-		func(what string, check func(*berthv1alpha1.Workload) error) { groupWorkload(t, ns, "infer", what, check) },
+	dispatchPods(t, pods, small, large, true,
+		func(what string, check func(*berthv1alpha1.Workload) error) {
+			groupWorkload(t, ns, "infer", what, check)
+		},
 		func(context.Context) (string, error) { return podgroup.GroupWorkloadName(ns, "infer"), nil })
 }
 
 // dispatchPod dispatches a plain pod of 6 CPUs, which only the large
-// worker has room for: a group of one, as dispatchPods says.
+// worker has room for: a group of one, as dispatchPods says, but not
+// evicted. Its copy's Workload there is named for the copy's UID, so a
+// copy made again has a new one, and the old one goes with its pod by
+// the worker's garbage collector, which this API server has not.
 func dispatchPod(t *testing.T, ns string, small, large *workerCluster) {
 	t.Helper()
 	p := utiltesting.MakePod("solo", ns).Queue("main").Request(corev1.ResourceCPU, "6").Obj()
 	mustCreate(t, p)
-	dispatchPods(t, []*corev1.Pod{p}, small, large,
-		func(what string, check func(*berthv1alpha1.Workload) error) { podWorkload(t, p, what, check) },
-		func(ctx context.Context) (string, error) {
-			c := &corev1.Pod{}
-			if err := large.server.Client.Get(ctx, client.ObjectKeyFromObject(p), c); err != nil {
-				return "", err
-			}
-			return jobframework.WorkloadName(podGVK, c.Name, string(c.UID)), nil
-		})
+	dispatchPods(t, []*corev1.Pod{p}, small, large, false,
+		func(what string, check func(*berthv1alpha1.Workload) error) { podWorkload(t, p, what, check) }, nil)
 }
 
 // dispatchPods follows pods, which only the large worker has room for,
 // through their dispatch: they stay at their gate in the manager
 // throughout, while their copies run in the worker and their status is
-// mirrored. Evicted there (their Workload, remote, deactivated), they are
-// requeued here, their status put back to held, and dispatched again;
-// their copies succeed, and their Workload (local) finishes here.
-func dispatchPods(t *testing.T, pods []*corev1.Pod, small, large *workerCluster,
+// mirrored. With evict, evicted there (their Workload, named by remote,
+// deactivated), they are requeued here, their status put back to held,
+// and dispatched again. Their copies succeed, and their Workload (local)
+// finishes here.
+func dispatchPods(t *testing.T, pods []*corev1.Pod, small, large *workerCluster, evict bool,
 	local func(what string, check func(*berthv1alpha1.Workload) error), remote func(context.Context) (string, error)) {
 	t.Helper()
 	ns := pods[0].Namespace
@@ -479,41 +478,43 @@ func dispatchPods(t *testing.T, pods []*corev1.Pod, small, large *workerCluster,
 	})
 	local("the pods ready in the manager", conditionIs(berthv1alpha1.WorkloadPodsReady, metav1.ConditionTrue, ""))
 
-	// Evicted there: requeued here, held again, dispatched again.
-	waitFor(t, "deactivating the Workload in the large worker", func(ctx context.Context) error {
-		name, err := remote(ctx)
-		if err != nil {
-			return err
-		}
-		wl := &berthv1alpha1.Workload{}
-		if err := large.server.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, wl); err != nil {
-			return err
-		}
-		wl.Spec.Active = ptr.To(false)
-		return large.server.Client.Update(ctx, wl)
-	})
-	local("requeued in the manager", func(wl *berthv1alpha1.Workload) error {
-		if wl.Status.RequeueState == nil || ptr.Deref(wl.Status.RequeueState.Count, 0) < 1 {
-			return fmt.Errorf("requeue state %+v, conditions %v", wl.Status.RequeueState, wl.Status.Conditions)
-		}
-		return nil
-	})
-	heldHere("held here, its status put back", func(cur *corev1.Pod) error {
-		if cur.Status.Phase != corev1.PodPending || len(cur.Status.ContainerStatuses) != 0 {
-			return fmt.Errorf("status %+v", cur.Status)
-		}
-		return nil
-	})
-	local("dispatched again", dispatchedTo(large.name))
-	copies(large, "the new copies run", func(c *corev1.Pod, err error) error {
-		if err := copyRuns(c, err); err != nil {
-			return err
-		}
-		if got := c.Annotations[berthv1alpha1.MultiClusterAttemptAnnotation]; got == "0" {
-			return fmt.Errorf("the copy of attempt %s", got)
-		}
-		return nil
-	})
+	if evict {
+		// Evicted there: requeued here, held again, dispatched again.
+		waitFor(t, "deactivating the Workload in the large worker", func(ctx context.Context) error {
+			name, err := remote(ctx)
+			if err != nil {
+				return err
+			}
+			wl := &berthv1alpha1.Workload{}
+			if err := large.server.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, wl); err != nil {
+				return err
+			}
+			wl.Spec.Active = ptr.To(false)
+			return large.server.Client.Update(ctx, wl)
+		})
+		local("requeued in the manager", func(wl *berthv1alpha1.Workload) error {
+			if wl.Status.RequeueState == nil || ptr.Deref(wl.Status.RequeueState.Count, 0) < 1 {
+				return fmt.Errorf("requeue state %+v, conditions %v", wl.Status.RequeueState, wl.Status.Conditions)
+			}
+			return nil
+		})
+		heldHere("held here, its status put back", func(cur *corev1.Pod) error {
+			if cur.Status.Phase != corev1.PodPending || len(cur.Status.ContainerStatuses) != 0 {
+				return fmt.Errorf("status %+v", cur.Status)
+			}
+			return nil
+		})
+		local("dispatched again", dispatchedTo(large.name))
+		copies(large, "the new copies run", func(c *corev1.Pod, err error) error {
+			if err := copyRuns(c, err); err != nil {
+				return err
+			}
+			if got := c.Annotations[berthv1alpha1.MultiClusterAttemptAnnotation]; got == "0" {
+				return fmt.Errorf("the copy of attempt %s", got)
+			}
+			return nil
+		})
+	}
 	playKubelet(large, corev1.PodSucceeded)
 	local("finished in the manager", conditionIs(berthv1alpha1.WorkloadFinished, metav1.ConditionTrue, berthv1alpha1.ReasonSucceeded))
 	heldHere("held here, succeeded", func(cur *corev1.Pod) error {
