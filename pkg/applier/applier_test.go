@@ -104,6 +104,10 @@ type lostAnswer struct {
 	store bool
 }
 
+func (l lostAnswer) Create(ctx context.Context, wl *berthv1alpha1.Workload) error {
+	return l.inner.Create(ctx, wl)
+}
+
 func (l lostAnswer) WriteStatus(ctx context.Context, wl *berthv1alpha1.Workload) error {
 	if l.store {
 		if err := l.inner.WriteStatus(ctx, wl.DeepCopy()); err != nil {

@@ -409,7 +409,7 @@ func (r *JobReconciler) syncSlice(ctx context.Context, job GenericJob, wl *berth
 	case slice == nil && want == nil:
 		return false, nil
 	case slice == nil:
-		if err := r.client.Create(ctx, want); err != nil {
+		if err := r.writer.Create(ctx, want); err != nil {
 			return false, client.IgnoreAlreadyExists(err)
 		}
 		r.eventf(job, want, corev1.EventTypeNormal, EventQueuedSlice, "Grow", "The job asks for %s more than Workload %s was admitted for: they wait at their gate, queued as slice %s in LocalQueue %s",

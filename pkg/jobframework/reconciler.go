@@ -270,7 +270,7 @@ func (r *JobReconciler) createWorkload(ctx context.Context, job GenericJob) erro
 		maps.Copy(wl.Labels, cj.WorkloadLabels())
 		delete(wl.Labels, berthv1alpha1.JobUIDLabel)
 	}
-	if err := r.client.Create(ctx, wl); err != nil {
+	if err := r.writer.Create(ctx, wl); err != nil {
 		return client.IgnoreAlreadyExists(err)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created the job's Workload", "workload", klog.KObj(wl))

@@ -10,8 +10,12 @@ import (
 	"github.com/berth-dev/berth/pkg/engine/workload"
 )
 
-// Writer writes Workload status.
+// Writer creates Workloads and writes their status.
 type Writer interface {
+	// Create creates wl and takes the metadata the API server gave it
+	// (its UID, resourceVersion and creation time) into wl. It changes
+	// nothing else of wl.
+	Create(ctx context.Context, wl *berthv1alpha1.Workload) error
 	// WriteStatus writes wl's status, failing with a conflict unless
 	// wl.ResourceVersion is still the stored one, and sets
 	// wl.ResourceVersion to the new one. It does not write wl's spec or
@@ -51,6 +55,16 @@ func statusCopy(wl *berthv1alpha1.Workload) *berthv1alpha1.Workload {
 func NewUpdate(c client.Client) Writer { return updateWriter{c} }
 
 type updateWriter struct{ client client.Client }
+
+// Create creates a copy of wl, whose metadata it takes.
+func (u updateWriter) Create(ctx context.Context, wl *berthv1alpha1.Workload) error {
+	obj := wl.DeepCopy()
+	if err := u.client.Create(ctx, obj); err != nil {
+		return err
+	}
+	wl.ObjectMeta = obj.ObjectMeta
+	return nil
+}
 
 // WriteStatus updates the status subresource.
 func (u updateWriter) WriteStatus(ctx context.Context, wl *berthv1alpha1.Workload) error {

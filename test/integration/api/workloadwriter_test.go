@@ -8,7 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,12 +19,14 @@ import (
 	"github.com/berth-dev/berth/pkg/workloadwriter"
 )
 
-// methods records the method and the body of every request that passes.
+// methods records the method and the body of every request that passes,
+// and the body of its answer.
 type methods struct {
-	next   http.RoundTripper
-	mu     sync.Mutex
-	seen   []string
-	bodies [][]byte
+	next    http.RoundTripper
+	mu      sync.Mutex
+	seen    []string
+	bodies  [][]byte
+	answers [][]byte
 }
 
 func (m *methods) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -35,11 +39,71 @@ func (m *methods) RoundTrip(r *http.Request) (*http.Response, error) {
 		_ = r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	resp, err := m.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
 	m.mu.Lock()
 	m.seen = append(m.seen, r.Method+" "+r.URL.Path)
 	m.bodies = append(m.bodies, body)
+	m.answers = append(m.answers, answer)
 	m.mu.Unlock()
-	return m.next.RoundTrip(r)
+	return resp, nil
+}
+
+// The manager's client creates a Workload with a POST answered with its
+// metadata alone, and takes that metadata; a second create is refused as
+// AlreadyExists.
+func TestWorkloadWriterCreates(t *testing.T) {
+	ctx := testContext(t)
+	httpClient, err := rest.HTTPClientFor(server.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := &methods{next: httpClient.Transport}
+	httpClient.Transport = seen
+	w, err := workloadwriter.New(server.Config, httpClient, server.Client.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: created\n  namespace: default\n  labels: {app: train}\nspec:\n  queueName: main\n  podSets:\n"+podSet("main", 2, ""))
+	wl := &berthv1alpha1.Workload{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wl); err != nil {
+		t.Fatal(err)
+	}
+	sent := wl.DeepCopy()
+	if err := w.Create(ctx, wl); err != nil {
+		t.Fatal(err)
+	}
+	if want := "POST /apis/berth.dev/v1alpha1/namespaces/default/workloads"; len(seen.seen) != 1 || seen.seen[0] != want {
+		t.Fatalf("requests %v, want one: %s", seen.seen, want)
+	}
+	var answer map[string]any
+	if err := json.Unmarshal(seen.answers[0], &answer); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := answer["spec"]; ok || answer["kind"] != "PartialObjectMetadata" {
+		t.Errorf("answered with %s, want the metadata alone", seen.answers[0])
+	}
+	stored := &berthv1alpha1.Workload{}
+	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(wl), stored); err != nil {
+		t.Fatal(err)
+	}
+	if wl.UID == "" || wl.UID != stored.UID || wl.ResourceVersion != stored.ResourceVersion || !wl.CreationTimestamp.Equal(&stored.CreationTimestamp) || wl.ManagedFields != nil {
+		t.Errorf("metadata %+v, want the stored one's (%s, version %s) without managed fields", wl.ObjectMeta, stored.UID, stored.ResourceVersion)
+	}
+	if !equality.Semantic.DeepEqual(wl.Spec, sent.Spec) || stored.Spec.PodSets[0].Count != 2 || stored.Labels["app"] != "train" {
+		t.Errorf("spec %+v stored as %+v, labels %v: want them as sent", wl.Spec, stored.Spec, stored.Labels)
+	}
+	if err := w.Create(ctx, sent.DeepCopy()); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("creating it again: %v, want AlreadyExists", err)
+	}
 }
 
 // The manager's client writes a Workload's status as a PUT bound to the
