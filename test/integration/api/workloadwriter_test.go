@@ -57,11 +57,10 @@ func (m *methods) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// The manager's client creates a Workload with a POST answered with its
-// metadata alone, and takes that metadata; a second create is refused as
-// AlreadyExists.
-func TestWorkloadWriterCreates(t *testing.T) {
-	ctx := testContext(t)
+// recordedWriter is the manager's Workload writer, its requests and
+// answers recorded.
+func recordedWriter(t *testing.T) (workloadwriter.Writer, *methods) {
+	t.Helper()
 	httpClient, err := rest.HTTPClientFor(server.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +71,15 @@ func TestWorkloadWriterCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, seen
+}
+
+// The manager's client creates a Workload with a POST answered with its
+// metadata alone, and takes that metadata; a second create is refused as
+// AlreadyExists.
+func TestWorkloadWriterCreates(t *testing.T) {
+	ctx := testContext(t)
+	w, seen := recordedWriter(t)
 	u := object(t, "apiVersion: berth.dev/v1alpha1\nkind: Workload\nmetadata:\n  name: created\n  namespace: default\n  labels: {app: train}\nspec:\n  queueName: main\n  podSets:\n"+podSet("main", 2, ""))
 	wl := &berthv1alpha1.Workload{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wl); err != nil {
@@ -116,16 +124,7 @@ func TestWorkloadWriterPutsTheStatus(t *testing.T) {
 	if err := create(ctx, t, u); err != nil {
 		t.Fatal(err)
 	}
-	httpClient, err := rest.HTTPClientFor(server.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := &methods{next: httpClient.Transport}
-	httpClient.Transport = seen
-	w, err := workloadwriter.New(server.Config, httpClient, server.Client.Scheme())
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, seen := recordedWriter(t)
 
 	wl := &berthv1alpha1.Workload{}
 	if err := server.Client.Get(ctx, client.ObjectKeyFromObject(u), wl); err != nil {
@@ -167,7 +166,7 @@ func TestWorkloadWriterPutsTheStatus(t *testing.T) {
 		t.Errorf("managed fields %v, want the creator's as they were (%s) beside the status writer's", managers, creator.FieldsV1.GetRawBytes())
 	}
 
-	_, err = workloadwriter.Apply(ctx, w, stale, workload.Evict(berthv1alpha1.ReasonPreempted, "stale"))
+	_, err := workloadwriter.Apply(ctx, w, stale, workload.Evict(berthv1alpha1.ReasonPreempted, "stale"))
 	if !apierrors.IsConflict(err) {
 		t.Errorf("writing over a stale version: %v, want a conflict", err)
 	}
