@@ -14,18 +14,18 @@ import (
 //
 // Cached objects are read, never written (controller-runtime's cache
 // hands out copies unless asked not to, and then the object must not be
-// changed), so sharing a part of them changes nothing a reader sees. What
-// it saves is the cache's memory when many objects hold the same large
-// part: the Workloads of a sweep of Jobs made from one template, whose pod
+// changed), so sharing a part of them changes nothing a reader sees. It
+// saves the cache's memory when many objects hold the same large part:
+// the Workloads of a sweep of Jobs made from one template, whose pod
 // templates differ in their labels and not in their spec, hold one pod
 // spec between them (at 50,000 Workloads of a few templates, about a
-// kilobyte each of a 3 KB Workload), and the decoding of the parts found.
+// kilobyte each of a 4 KB Workload). A V found is not decoded again.
 //
 // At most capacity Vs are remembered, each written in at most
 // maxSharedBytes; when the table is full it is emptied and fills again
 // with the Vs that arrive, so objects of many different Vs cost a
-// lookup and nothing more. A V found is decoded by json v2 on its own,
-// without the kind's other unmarshalers.
+// lookup and nothing more. A V not found is decoded by json v2 on its
+// own, without the kind's other unmarshalers.
 func Sharing[V any](k Kind, capacity int) Kind {
 	t := &sharedValues[V]{capacity: capacity, values: map[string]V{}}
 	u := json.UnmarshalFromFunc(t.unmarshal)
