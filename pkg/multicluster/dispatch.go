@@ -477,9 +477,15 @@ func deleteCopy(ctx context.Context, w *worker, k *kind, c client.Object) error 
 	err := w.client.Delete(ctx, c, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(c.GetUID())})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
-	} else if err != nil || k.podLabel == "" || !k.started(c) {
-		// A copy held there made no pods.
+	} else if err != nil {
 		return err
+	}
+	if err := deleteOwnWorkload(ctx, w, k, c); err != nil {
+		return err
+	}
+	if k.podLabel == "" || !k.started(c) {
+		// A copy held there made no pods.
+		return nil
 	}
 	// A worker that comes back after it was lost may have no garbage
 	// collector for a while: its copy's pods must not run on beside those
@@ -495,6 +501,28 @@ func deleteCopy(ctx context.Context, w *worker, k *kind, c client.Object) error 
 		}
 	}
 	return nil
+}
+
+// deleteOwnWorkload deletes the Workload that the worker's Berth made for
+// the copy c alone (not a pod group's, which the group's other copies
+// share). The worker's garbage collector would delete it after c, but
+// until then it may hold quota there: both workers' Berth may have
+// admitted the copies before the manager chose one, and a worker that
+// comes back after it was lost may have no collector for a while. Deleted,
+// the worker's Berth frees its quota once its pods are gone.
+func deleteOwnWorkload(ctx context.Context, w *worker, k *kind, c client.Object) error {
+	remote := &berthv1alpha1.Workload{}
+	if err := w.cache.Get(ctx, types.NamespacedName{Namespace: c.GetNamespace(), Name: k.workloadName(c)}, remote); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if owners := remote.OwnerReferences; len(owners) != 1 || owners[0].UID != c.GetUID() || !remote.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	err := w.client.Delete(ctx, remote, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: ptr.To(remote.UID)})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // wakeAll wakes the dispatcher for every manager Workload with a check of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -339,6 +340,21 @@ func TestMultiClusterDispatch(t *testing.T) {
 		if w.name == again.Status.ClusterName {
 			w.copyOf(t, evicted, "the copy deleted with the job", gone)
 		}
+		// The copies' Workloads go with them, deleted by Berth: this API
+		// server has no garbage collector, a worker that came back may not
+		// have one yet, and until one runs they may hold quota there.
+		waitFor(t, w.name+": the Workloads of the evicted job's copies deleted", func(ctx context.Context) error {
+			list := &berthv1alpha1.WorkloadList{}
+			if err := w.server.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			for _, wl := range list.Items {
+				if slices.ContainsFunc(wl.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Job" && o.Name == evicted.Name }) {
+					return fmt.Errorf("Workload %s is there (deleted at %v)", wl.Name, wl.DeletionTimestamp)
+				}
+			}
+			return nil
+		})
 	}
 
 	// A worker lost: its job runs in the other one.
