@@ -100,17 +100,26 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	err := b.Complete(shutdown.UntilStopped(&JobReconciler{
-		client: mgr.GetClient(), reader: freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}, live: mgr.GetAPIReader(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
+		client: mgr.GetClient(), reader: WebhookReader(mgr), live: mgr.GetAPIReader(), writer: opts.Writer, recorder: mgr.GetEventRecorder("berth-controller"), integration: i,
 		opts: opts, backoff: opts.Backoff,
 	}))
 	if err != nil {
 		return err
 	}
 	hook := ctrl.NewWebhookManagedBy(mgr, i.NewJob().Object())
-	reader := freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
+	reader := WebhookReader(mgr)
 	//nolint:staticcheck // the typed Defaulter and Validator cannot decode into an interface type: see defaulter
 	return hook.WithCustomDefaulter(&defaulter{client: reader, integration: i, opts: opts}).
 		WithCustomValidator(&validator{client: reader, integration: i, opts: opts}).Complete()
+}
+
+// WebhookReader is the reader a webhook judges an object with: a
+// freshReader of mgr's cache and API server. A webhook that read the cache
+// alone would take an object created a moment before for absent (the
+// leader pod that controls a LeaderWorkerSet group's worker StatefulSet),
+// and judge the new object as a part of no job.
+func WebhookReader(mgr ctrl.Manager) client.Reader {
+	return freshReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
 }
 
 // freshReader reads from the manager's cache, and from the API server what

@@ -94,6 +94,15 @@ func controllerJob(ctx context.Context, c client.Reader, obj client.Object, o Op
 		}
 		return nil, nil, fmt.Errorf("reading the %s that controls %s: %w", ref.Kind, obj.GetName(), err)
 	}
+	if owner.GetUID() != ref.UID {
+		// The cache may hold the one its name had before: the one the
+		// reference names may have been created a moment ago.
+		if err := GetLive(ctx, c, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, owner); client.IgnoreNotFound(err) != nil {
+			return nil, nil, fmt.Errorf("reading the %s that controls %s: %w", ref.Kind, obj.GetName(), err)
+		} else if err != nil {
+			return nil, nil, nil
+		}
+	}
 	if owner.GetUID() != ref.UID || (i.OwnsPart != nil && !i.OwnsPart(owner, obj)) {
 		return nil, nil, nil
 	}

@@ -118,6 +118,35 @@ func TestUnlabelledQueue(t *testing.T) {
 	}
 }
 
+// TestHeldOwnerReadsWhatTheCacheHasNotSeen: a part created a moment after
+// its job (a LeaderWorkerSet group's worker StatefulSet, after its leader
+// pod) is judged by the job the API server holds when the webhook's cache
+// has not seen it yet, or holds the one its name had before.
+func TestHeldOwnerReadsWhatTheCacheHasNotSeen(t *testing.T) {
+	testIntegration(t)
+	queued := func(uid string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "queued", Namespace: "team", UID: types.UID(uid),
+			Labels: map[string]string{berthv1alpha1.QueueNameLabel: "main"}}}
+	}
+	live := unlabelledReader(t, nil, queued("u-new"))
+	opts := Options{Frameworks: []string{fakeIntegration.Name}}
+	for name, cached := range map[string]client.Reader{
+		"not in the cache yet":              unlabelledReader(t, nil),
+		"the cache holds the one before it": unlabelledReader(t, nil, queued("u-old")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team", OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "batch/v1", Kind: "Job", Name: "queued", UID: "u-new", Controller: ptr.To(true)}}}}
+			if held, err := opts.HeldOwner(t.Context(), freshReader{cached: cached, live: live}, pod); err != nil || !held {
+				t.Errorf("HeldOwner: %v (%v), want the queued Job the API server has found", held, err)
+			}
+			if held, err := opts.HeldOwner(t.Context(), cached, pod); err != nil || held {
+				t.Errorf("HeldOwner from the cache alone: %v (%v), want false, as the cache sees it", held, err)
+			}
+		})
+	}
+}
+
 // BenchmarkUnlabelledQueue is what a default LocalQueue costs each new
 // unlabelled job: the namespace's labels and its LocalQueues, read from the
 // cache, with ten LocalQueues in the namespace.

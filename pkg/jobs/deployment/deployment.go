@@ -21,7 +21,7 @@ func init() {
 		GVK:         appsv1.SchemeGroupVersion.WithKind("Deployment"),
 		AddToScheme: appsv1.AddToScheme,
 		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
-			l := labeler{client: mgr.GetClient(), opts: opts}
+			l := labeler{client: jobframework.WebhookReader(mgr), opts: opts}
 			return ctrl.NewWebhookManagedBy(mgr, &appsv1.Deployment{}).WithDefaulter(l).Complete()
 		},
 	})

@@ -37,7 +37,7 @@ func init() {
 		// The LeaderWorkerSet controller labels them with its name.
 		OwnsPart: func(owner, sts client.Object) bool { return sts.GetLabels()[nameLabel] == owner.GetName() },
 		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
-			mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: labeler{client: mgr.GetClient(), opts: opts}})
+			mgr.GetWebhookServer().Register(path, &webhook.Admission{Handler: labeler{client: jobframework.WebhookReader(mgr), opts: opts}})
 			return nil
 		},
 	})

@@ -24,7 +24,7 @@ func init() {
 		GVK:         appsv1.SchemeGroupVersion.WithKind("StatefulSet"),
 		AddToScheme: appsv1.AddToScheme,
 		Setup: func(mgr ctrl.Manager, opts jobframework.Options) error {
-			l := labeler{client: mgr.GetClient(), opts: opts}
+			l := labeler{client: jobframework.WebhookReader(mgr), opts: opts}
 			return ctrl.NewWebhookManagedBy(mgr, &appsv1.StatefulSet{}).WithDefaulter(l).Complete()
 		},
 	})

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -358,4 +360,72 @@ func TestPodJoiningAnAdmittedGroupStaysHeld(t *testing.T) {
 	waitForClusterQueue(t, cqName, func(cq *berthv1alpha1.ClusterQueue) error {
 		return usageIs(cq, "1", "0")
 	})
+}
+
+// TestLeaderWorkerSetPartsCreatedAtOnceKeepTheQueue creates a
+// LeaderWorkerSet's StatefulSets as its controller does, each a moment
+// after the object that controls it: the leaders' right after the
+// LeaderWorkerSet, and each group's workers' right after its leader pod.
+// Berth's cache may not have seen that object yet; judging the
+// StatefulSet unheld then would strip the queue from its template, and its
+// pods would run without a gate (an end-to-end run saw a group's workers
+// so, beside the group admitted before it).
+func TestLeaderWorkerSetPartsCreatedAtOnceKeepTheQueue(t *testing.T) {
+	ns, _ := queueSetup(t, "4", nil)
+	const nameLabel = "leaderworkerset.sigs.k8s.io/name"
+	queued := func(extra map[string]string) map[string]string {
+		out := map[string]string{berthv1alpha1.QueueNameLabel: "main"}
+		maps.Copy(out, extra)
+		return out
+	}
+	statefulSet := func(name string, owner client.Object, gvk schema.GroupVersionKind, labels map[string]string) *appsv1.StatefulSet {
+		tmpl := utiltesting.MakePod("", ns).Request(corev1.ResourceCPU, "1").Obj()
+		tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		return &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{nameLabel: owner.GetLabels()[nameLabel]},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, gvk)}},
+			Spec: appsv1.StatefulSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{nameLabel: owner.GetLabels()[nameLabel]}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
+			},
+		}
+	}
+	var lost []string
+	for i := range 30 {
+		name := fmt.Sprintf("infer%d", i)
+		lws := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+			"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{berthv1alpha1.QueueNameLabel: "main", nameLabel: name}},
+			"spec": map[string]any{"leaderWorkerTemplate": map[string]any{
+				"size":           int64(2),
+				"workerTemplate": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "w", "image": "registry.example/infer"}}}},
+			}},
+		}}
+		mustCreate(t, lws)
+		leaders := statefulSet(name, lws, schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"},
+			queued(map[string]string{nameLabel: name, "leaderworkerset.sigs.k8s.io/worker-index": "0"}))
+		mustCreate(t, leaders)
+		if leaders.Spec.Template.Labels[berthv1alpha1.QueueNameLabel] == "" {
+			lost = append(lost, "StatefulSet "+leaders.Name)
+		}
+		leader := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: ns, Labels: leaders.Spec.Template.Labels,
+				Annotations:     map[string]string{"leaderworkerset.sigs.k8s.io/size": "2"},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(leaders, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
+			Spec: *leaders.Spec.Template.Spec.DeepCopy(),
+		}
+		if leader.Labels[berthv1alpha1.QueueNameLabel] == "" {
+			continue
+		}
+		mustCreate(t, leader)
+		workers := statefulSet(name+"-0", leader, corev1.SchemeGroupVersion.WithKind("Pod"),
+			queued(map[string]string{nameLabel: name, "leaderworkerset.sigs.k8s.io/group-index": "0"}))
+		mustCreate(t, workers)
+		if workers.Spec.Template.Labels[berthv1alpha1.QueueNameLabel] == "" {
+			lost = append(lost, "StatefulSet "+workers.Name)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("the queue label was taken from the template of %s: their pods would run ungated", strings.Join(lost, ", "))
+	}
 }
