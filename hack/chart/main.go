@@ -216,9 +216,10 @@ func template(obj object, namespace string) (string, error) {
 
 // replaceNamespace replaces every string that is exactly namespace (an
 // object's namespace, a Service reference, a subject, a selector's value)
-// with the release's, and fails on any other string that mentions it, a
-// CEL expression say, which a person should look at. Descriptions are
-// prose and keep the name.
+// with the release's, and so the namespace of a service account's user
+// name (system:serviceaccount:NAMESPACE:NAME) wherever it is written, in a
+// CEL expression say. It fails on any other string that mentions it, which
+// a person should look at. Descriptions are prose and keep the name.
 func replaceNamespace(v any, namespace string, path []string) error {
 	switch v := v.(type) {
 	case map[string]any:
@@ -230,7 +231,10 @@ func replaceNamespace(v any, namespace string, path []string) error {
 			if k == "description" {
 				continue
 			}
-			if err := replaceNamespace(e, namespace, append(path, k)); err != nil {
+			if s, ok := e.(string); ok {
+				v[k] = serviceAccountsIn(s, namespace)
+			}
+			if err := replaceNamespace(v[k], namespace, append(path, k)); err != nil {
 				return err
 			}
 		}
@@ -240,7 +244,10 @@ func replaceNamespace(v any, namespace string, path []string) error {
 				v[i] = namespaceToken
 				continue
 			}
-			if err := replaceNamespace(e, namespace, append(path, fmt.Sprint(i))); err != nil {
+			if s, ok := e.(string); ok {
+				v[i] = serviceAccountsIn(s, namespace)
+			}
+			if err := replaceNamespace(v[i], namespace, append(path, fmt.Sprint(i))); err != nil {
 				return err
 			}
 		}
@@ -250,6 +257,13 @@ func replaceNamespace(v any, namespace string, path []string) error {
 		}
 	}
 	return nil
+}
+
+// serviceAccountsIn is s with the namespace of every service account user
+// name in namespace turned into the release's.
+func serviceAccountsIn(s, namespace string) string {
+	prefix := "system:serviceaccount:"
+	return strings.ReplaceAll(s, prefix+namespace+":", prefix+namespaceToken+":")
 }
 
 // write writes each file under dir, with the file's guard and the header

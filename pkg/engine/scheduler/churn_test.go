@@ -33,7 +33,10 @@ type churnSim struct {
 	queues  *queue.Manager
 	sched   *Scheduler
 	latency time.Duration
-	rng     *rand.Rand
+	// stall is a slower latency for the writes sent before stallUntil, as
+	// while a real run's workloads are created (see churnBudget).
+	stall, stallUntil time.Duration
+	rng               *rand.Rand
 	now     time.Duration
 	events  eventHeap
 	seq     int
@@ -125,9 +128,18 @@ func (s *churnSim) at(d time.Duration, do func()) {
 	heap.Push(&s.events, &simEvent{at: d, seq: s.seq, do: do})
 }
 
-// lag is how long a write takes to be seen: latency, give or take half.
-func (s *churnSim) lag() time.Duration {
-	return s.latency/2 + time.Duration(s.rng.Int63n(int64(s.latency)))
+// lag is how long a write sent now takes to be seen: latency, give or
+// take half.
+func (s *churnSim) lag() time.Duration { return s.lagAt(s.now) }
+
+// lagAt is lag for a write sent at t: the stall's latency before
+// stallUntil.
+func (s *churnSim) lagAt(t time.Duration) time.Duration {
+	l := s.latency
+	if t < s.stallUntil {
+		l = s.stall
+	}
+	return l/2 + time.Duration(s.rng.Int63n(int64(l)))
 }
 
 func (s *churnSim) nextRV(w *berthv1alpha1.Workload) {
@@ -149,7 +161,13 @@ var baselineClasses = []churnClass{
 }
 
 func newChurnSim(latency time.Duration, opts ...Option) *churnSim {
-	s := &churnSim{cache: cache.New(), queues: queue.NewManager(), latency: latency, rng: rand.New(rand.NewSource(1)), objs: map[string]*churnWorkload{}, evictedBy: map[string]int{}}
+	return newStalledChurnSim(latency, 0, 0, opts...)
+}
+
+// newStalledChurnSim is newChurnSim whose writes sent before until take
+// stall to be seen.
+func newStalledChurnSim(latency, stall, until time.Duration, opts ...Option) *churnSim {
+	s := &churnSim{cache: cache.New(), queues: queue.NewManager(), latency: latency, stall: stall, stallUntil: until, rng: rand.New(rand.NewSource(1)), objs: map[string]*churnWorkload{}, evictedBy: map[string]int{}}
 	s.sched = New(s.cache, s.queues, s, append(opts, WithClock(func() time.Time { return utiltesting.BaseTime.Add(s.now) }))...)
 	s.cache.AddOrUpdateResourceFlavor(utiltesting.MakeResourceFlavor("default"))
 	for q := range 6 {
@@ -170,7 +188,7 @@ func newChurnSim(latency time.Duration, opts ...Option) *churnSim {
 				cw := &churnWorkload{obj: w, cq: berthv1alpha1.ClusterQueueReference(cq.Name), runtime: c.runtime, request: int64(c.request), createdAt: at}
 				s.objs[workload.Key(w)] = cw
 				// The create is seen latency after it is sent.
-				s.at(at+s.lag(), func() { s.queue(cw) })
+				s.at(at+s.lagAt(at), func() { s.queue(cw) })
 			}
 		}
 	}
@@ -323,6 +341,13 @@ type churnBudget struct {
 	// Delay is the preemption delay; Latency the writes' latency.
 	Delay   metav1.Duration `json:"delay"`
 	Latency metav1.Duration `json:"latency"`
+	// Stall, when set, is the latency of the writes sent in the first
+	// StallFor: a real run's API server, busy with the creation of its
+	// workloads, answers every write several times slower then, and the
+	// finishes of running workloads are seen late (see "Where the
+	// baseline's evictions happen" in RESULTS.md).
+	Stall    metav1.Duration `json:"stall,omitzero"`
+	StallFor metav1.Duration `json:"stallFor,omitzero"`
 	// Evictions and AdmissionsPerWorkload are the most allowed.
 	Evictions             int     `json:"evictions"`
 	AdmissionsPerWorkload float64 `json:"admissionsPerWorkload"`
@@ -349,7 +374,7 @@ func TestBaselineChurn(t *testing.T) {
 	for name, b := range budget {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newChurnSim(b.Latency.Duration, WithPreemptionDelay(b.Delay.Duration))
+			s := newStalledChurnSim(b.Latency.Duration, b.Stall.Duration, b.StallFor.Duration, WithPreemptionDelay(b.Delay.Duration))
 			end, err := s.run(10 * time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
@@ -374,19 +399,39 @@ func BenchmarkBaselineChurn(b *testing.B) {
 		for _, lat := range []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond} {
 			b.Run(fmt.Sprintf("delay=%s/latency=%s", d, lat), func(b *testing.B) {
 				for b.Loop() {
-					s := newChurnSim(lat, WithPreemptionDelay(d))
-					end, err := s.run(10 * time.Millisecond)
-					if err != nil {
-						b.Fatal(err)
-					}
-					n := float64(len(s.objs))
-					b.ReportMetric(end.Seconds()/66, "ratio")
-					b.ReportMetric(float64(s.evictions), "evictions")
-					b.ReportMetric(float64(s.admissions)/n, "admissions/workload")
-					b.ReportMetric(100*s.usage/(120*float64(end.Milliseconds())), "usage%")
-					b.ReportMetric(s.largeWait.Seconds()/float64(s.larges), "large-wait-s")
+					reportChurn(b, newChurnSim(lat, WithPreemptionDelay(d)))
 				}
 			})
 		}
 	}
+}
+
+// BenchmarkStalledChurn is BenchmarkBaselineChurn at 100 ms, with the
+// writes sent in the first 40 s, while the workloads are created, taking
+// the stall's latency to be seen, as on a real API server busy with the
+// creates.
+func BenchmarkStalledChurn(b *testing.B) {
+	for _, d := range []time.Duration{0, configv1alpha1.DefaultPreemptionDelay} {
+		for _, stall := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second} {
+			b.Run(fmt.Sprintf("delay=%s/stall=%s", d, stall), func(b *testing.B) {
+				for b.Loop() {
+					reportChurn(b, newStalledChurnSim(100*time.Millisecond, stall, 40*time.Second, WithPreemptionDelay(d)))
+				}
+			})
+		}
+	}
+}
+
+// reportChurn runs s and reports its figures.
+func reportChurn(b *testing.B, s *churnSim) {
+	end, err := s.run(10 * time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := float64(len(s.objs))
+	b.ReportMetric(end.Seconds()/66, "ratio")
+	b.ReportMetric(float64(s.evictions), "evictions")
+	b.ReportMetric(float64(s.admissions)/n, "admissions/workload")
+	b.ReportMetric(100*s.usage/(120*float64(end.Milliseconds())), "usage%")
+	b.ReportMetric(s.largeWait.Seconds()/float64(s.larges), "large-wait-s")
 }

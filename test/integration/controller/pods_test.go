@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -266,5 +268,48 @@ func TestDeploymentHandsItsQueueDownToItsPods(t *testing.T) {
 	want = map[string]string{"app": "serve", berthv1alpha1.QueueNameLabel: "other"}
 	if diff := cmp.Diff(want, d.Spec.Template.Labels); diff != "" {
 		t.Errorf("the relabelled Deployment's template labels (-want +got):\n%s", diff)
+	}
+}
+
+// TestControllersOwnUpdatesSkipThePodValidator: the API server does not
+// send the controller's own updates of a queued pod (its gate removed, its
+// labels) to the pod validator, which would let them through anyway, and
+// sends everyone else's. The suite's controller runs as the service account
+// that the webhook configuration's matchConditions name.
+func TestControllersOwnUpdatesSkipThePodValidator(t *testing.T) {
+	ns, _ := queueSetup(t, "1", nil)
+	pod := utiltesting.MakePod("waits", ns).Queue("main").Request(corev1.ResourceCPU, "2").Obj()
+	mustCreate(t, pod)
+	cfg, err := server.ControllerConfig(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asController, err := client.New(cfg, client.Options{Scheme: server.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := func() float64 {
+		n, _ := series(t, "controller_runtime_webhook_requests_total", map[string]string{"webhook": "/validate--v1-pod", "code": "200"})
+		return n
+	}
+	touch := func(c client.Client, value string) {
+		t.Helper()
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"touched-by":%q}}}`, value))
+		if err := c.Patch(ctxFor(t), pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatalf("labelling pod %s as %s: %v", pod.Name, value, err)
+		}
+	}
+	before := calls()
+	touch(asController, "controller")
+	touch(server.Client, "admin")
+	waitFor(t, "the administrator's update validated", func(context.Context) error {
+		if calls()-before < 1 {
+			return fmt.Errorf("no call to the pod validator")
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond)
+	if got := calls() - before; got != 1 {
+		t.Errorf("the pod validator was called %v times for one update by the controller and one by an administrator, want once", got)
 	}
 }
