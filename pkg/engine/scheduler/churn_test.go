@@ -37,11 +37,11 @@ type churnSim struct {
 	// while a real run's workloads are created (see churnBudget).
 	stall, stallUntil time.Duration
 	rng               *rand.Rand
-	now     time.Duration
-	events  eventHeap
-	seq     int
-	rv      int
-	objs    map[string]*churnWorkload
+	now               time.Duration
+	events            eventHeap
+	seq               int
+	rv                int
+	objs              map[string]*churnWorkload
 	// Decisions of the current cycle.
 	admitted  []string
 	preempted []string
