@@ -3,17 +3,20 @@ package jobframework
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // Integration is a job framework Berth can admit.
@@ -46,6 +49,11 @@ type Integration struct {
 	// LoadGroup reads the composed job named by a GroupLabel value; nil
 	// when no object carries it any more.
 	LoadGroup func(ctx context.Context, c client.Reader, namespace, name string) (ComposedJob, error)
+	// Changed, when set, passes the updates of the kind's objects that the
+	// job reconciler acts on, so that the others cost no reconcile: a
+	// running pod's binding and status updates, say. Nil passes every
+	// update.
+	Changed predicate.Predicate
 	// GroupSources are other kinds whose changes change a composed job,
 	// such as a StatefulSet, whose replicas are its group's size.
 	GroupSources []GroupSource
@@ -174,4 +182,13 @@ func (i *Integration) selects(ctx context.Context, c client.Reader, obj client.O
 		return true, nil
 	}
 	return i.Selects(ctx, c, obj, opts)
+}
+
+// MetadataChanged reports whether an update changed what a job's owner or
+// Berth writes in its metadata: its labels, annotations, owners, or the
+// start of its deletion. A Changed predicate passes such updates.
+func MetadataChanged(before, after client.Object) bool {
+	return !maps.Equal(before.GetLabels(), after.GetLabels()) || !maps.Equal(before.GetAnnotations(), after.GetAnnotations()) ||
+		before.GetDeletionTimestamp().IsZero() != after.GetDeletionTimestamp().IsZero() ||
+		!equality.Semantic.DeepEqual(before.GetOwnerReferences(), after.GetOwnerReferences())
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -75,6 +76,15 @@ func (i *Integration) requestOfWorkload(_ context.Context, obj client.Object) []
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: owner.Name}}}
 }
 
+// changed are the predicates of the watch of the kind's objects: its
+// Changed, if it has one.
+func (i *Integration) changed() []predicate.Predicate {
+	if i.Changed == nil {
+		return nil
+	}
+	return []predicate.Predicate{i.Changed}
+}
+
 // SetupWithManager registers the integration's reconciler and webhook.
 func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if i.Setup != nil {
@@ -82,12 +92,12 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named(i.GVK.Group + "-" + i.GVK.Kind)
 	if i.GroupLabel == "" {
-		b = b.For(i.NewJob().Object()).Owns(&berthv1alpha1.Workload{})
+		b = b.For(i.NewJob().Object(), builder.WithPredicates(i.changed()...)).Owns(&berthv1alpha1.Workload{})
 		if _, ok := i.NewJob().(ElasticJob); ok {
 			b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(i.requestOfElasticPod), builder.WithPredicates(elasticPodChanged))
 		}
 	} else {
-		b = b.Watches(i.NewJob().Object(), handler.EnqueueRequestsFromMapFunc(i.requestOfJob)).
+		b = b.Watches(i.NewJob().Object(), handler.EnqueueRequestsFromMapFunc(i.requestOfJob), builder.WithPredicates(i.changed()...)).
 			Watches(&berthv1alpha1.Workload{}, handler.EnqueueRequestsFromMapFunc(i.requestOfWorkload))
 		for _, src := range i.GroupSources {
 			b = b.Watches(src.Object, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {

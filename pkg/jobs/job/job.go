@@ -6,12 +6,15 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -33,7 +36,28 @@ func init() {
 		AddToScheme: batchv1.AddToScheme,
 		Parts:       []schema.GroupKind{{Kind: "Pod"}},
 		OwnsPart:    ownsPod,
+		Changed:     changed,
 	})
+}
+
+// changed passes the updates of a Job that the job reconciler acts on:
+// what its owner or Berth wrote (its metadata, its spec), its conditions,
+// and its counts of ready, succeeded and failed pods. The Job controller's
+// other status updates (its start time, its active and terminating pods)
+// change nothing it reads, and cost no reconcile.
+var changed = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*batchv1.Job)
+		after, ok2 := e.ObjectNew.(*batchv1.Job)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return jobframework.MetadataChanged(before, after) ||
+			ptr.Deref(before.Status.Ready, 0) != ptr.Deref(after.Status.Ready, 0) ||
+			before.Status.Succeeded != after.Status.Succeeded || before.Status.Failed != after.Status.Failed ||
+			!equality.Semantic.DeepEqual(before.Status.Conditions, after.Status.Conditions) ||
+			!equality.Semantic.DeepEqual(&before.Spec, &after.Spec)
+	},
 }
 
 // ownsPod reports whether the Job controller takes pod for one of the

@@ -6,7 +6,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/berth-dev/berth/pkg/jobframework"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -113,5 +115,41 @@ func TestHeldJobsReplacePodsOnceStopped(t *testing.T) {
 	}
 	if errs := (*Job)((*batchv1.Job)(j).DeepCopy()).ValidateOnUpdate(j); len(errs) != 0 {
 		t.Errorf("an update that keeps it: %v", errs)
+	}
+}
+
+// TestChangedPassesWhatTheReconcilerReads: a Job's updates reach the job
+// reconciler when they change its metadata, its spec, its conditions or
+// its ready, succeeded and failed counts, and not for the Job controller's
+// other status updates.
+func TestChangedPassesWhatTheReconcilerReads(t *testing.T) {
+	base := utiltesting.MakeJob("j", "ns").Queue("main").Obj()
+	cases := map[string]struct {
+		change func(*batchv1.Job)
+		want   bool
+	}{
+		"started": {change: func(j *batchv1.Job) {
+			now := metav1.Now()
+			j.Status.StartTime, j.Status.Active, j.Status.Ready = &now, 1, ptr.To[int32](0)
+		}},
+		"a pod terminating": {change: func(j *batchv1.Job) { j.Status.Terminating = ptr.To[int32](1) }},
+		"unsuspended":       {change: func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) }, want: true},
+		"its pod ready":     {change: func(j *batchv1.Job) { j.Status.Ready = ptr.To[int32](1) }, want: true},
+		"a pod succeeded":   {change: func(j *batchv1.Job) { j.Status.Succeeded = 1 }, want: true},
+		"a pod failed":      {change: func(j *batchv1.Job) { j.Status.Failed = 1 }, want: true},
+		"complete": {change: func(j *batchv1.Job) {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		}, want: true},
+		"relabelled":    {change: func(j *batchv1.Job) { j.Labels["team"] = "a" }, want: true},
+		"being deleted": {change: func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.Now()) }, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			after := base.DeepCopy()
+			tc.change(after)
+			if got := changed.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: after}); got != tc.want {
+				t.Errorf("passed %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -8,10 +8,13 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -62,6 +65,30 @@ var integration = &jobframework.Integration{
 	Selects:    selects,
 	GroupLabel: berthv1alpha1.PodGroupNameLabel,
 	LoadGroup:  loadGroup,
+	Changed:    changed,
+}
+
+// changed passes the updates of a pod that the job reconciler acts on:
+// what its owner or Berth wrote (its metadata; its spec, but for the node
+// it is bound to), its phase and its readiness. A pod's binding and the
+// other updates of its status (its scheduling condition, its containers'
+// states, its IPs: three or four for a pod that starts) change nothing it
+// reads, and cost no reconcile.
+var changed = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.Pod)
+		after, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		if jobframework.MetadataChanged(before, after) || before.Status.Phase != after.Status.Phase || (*Pod)(before).PodsReady() != (*Pod)(after).PodsReady() ||
+			before.Status.Message != after.Status.Message {
+			return true
+		}
+		unbound := before.Spec
+		unbound.NodeName = after.Spec.NodeName
+		return !equality.Semantic.DeepEqual(&unbound, &after.Spec)
+	},
 }
 
 func init() {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -311,5 +312,49 @@ func TestOwnedKeysChanged(t *testing.T) {
 	}
 	if errs := ownedKeysChanged(&corev1.Pod{}, admitted()); len(errs) != 5 {
 		t.Errorf("adding Berth's keys to a pod: %d refusals, want 5: %v", len(errs), errs)
+	}
+}
+
+// TestChangedPassesWhatTheReconcilerReads: a pod's updates reach the job
+// reconciler when they change its metadata, its spec (but its node), its
+// phase or its readiness, and not when they bind it or add to its status
+// alone.
+func TestChangedPassesWhatTheReconcilerReads(t *testing.T) {
+	base := utiltesting.MakePod("p", "ns").Queue("main").Request(corev1.ResourceCPU, "1").Obj()
+	(*Pod)(base).Suspend()
+	cases := map[string]struct {
+		change func(*corev1.Pod)
+		want   bool
+	}{
+		"bound to a node": {change: func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }},
+		"scheduled": {change: func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
+		}},
+		"its containers started": {change: func(p *corev1.Pod) {
+			p.Status.PodIP = "10.0.0.1"
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Started: ptr.To(true)}}
+		}},
+		"running": {change: func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }, want: true},
+		"ready": {change: func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}, want: true},
+		"failed":           {change: func(p *corev1.Pod) { p.Status.Message = "evicted" }, want: true},
+		"its gate removed": {change: func(p *corev1.Pod) { p.Spec.SchedulingGates = nil }, want: true},
+		"labelled":         {change: func(p *corev1.Pod) { p.Labels["team"] = "a" }, want: true},
+		"annotated":        {change: func(p *corev1.Pod) { p.Annotations = map[string]string{"note": "x"} }, want: true},
+		"being deleted":    {change: func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, want: true},
+		"owned":            {change: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j"}} }, want: true},
+		"resized": {change: func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+		}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			after := base.DeepCopy()
+			tc.change(after)
+			if got := changed.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: after}); got != tc.want {
+				t.Errorf("passed %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
