@@ -3,12 +3,14 @@ package api
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -163,8 +165,66 @@ func TestInstallManifests(t *testing.T) {
 	}
 
 	checkBindings(t, in, deploy.Namespace, pod.ServiceAccountName, cfg)
+	checkOwnUpdatesSkipped(t, validating.Webhooks, "system:serviceaccount:"+deploy.Namespace+":"+pod.ServiceAccountName)
 
 	dryRun(ctx, t, deploy.Namespace, rendered)
+}
+
+// checkOwnUpdatesSkipped checks that every validator that sees updates
+// skips those of the manager's user, and only those: the match condition
+// names the service account the Deployment runs as.
+func checkOwnUpdatesSkipped(t *testing.T, webhooks []admissionregistrationv1.ValidatingWebhook, user string) {
+	t.Helper()
+	want := "request.operation != 'UPDATE' || request.userInfo.username != '" + user + "'"
+	for _, w := range webhooks {
+		updates := slices.ContainsFunc(w.Rules, func(r admissionregistrationv1.RuleWithOperations) bool {
+			return slices.Contains(r.Operations, admissionregistrationv1.Update)
+		})
+		var got []string
+		for _, c := range w.MatchConditions {
+			got = append(got, c.Expression)
+		}
+		switch {
+		case updates && !slices.Equal(got, []string{want}):
+			t.Errorf("webhook %s has the match conditions %q, want the one that skips the updates of %s: %q", w.Name, got, user, want)
+		case !updates && len(got) > 0:
+			t.Errorf("webhook %s sees no update, but has the match conditions %q", w.Name, got)
+		}
+	}
+}
+
+// TestLocalWebhooksAreTheInstalledOnes: the local cluster's webhooks
+// (config/local/webhooks.yaml, which call the controller by URL) are those
+// config/webhook installs, but for how they reach the controller, so that
+// the end-to-end tests run against what a cluster gets.
+func TestLocalWebhooksAreTheInstalledOnes(t *testing.T) {
+	_, installed := renderInstall(testContext(t), t, "webhook")
+	local, err := apiserver.ReadManifests(filepath.Join(apiserver.RepoRoot(), "config", "local", "webhooks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks := func(obj map[string]any) map[string]any {
+		out := map[string]any{}
+		list, _, _ := unstructured.NestedSlice(obj, "webhooks")
+		for _, w := range list {
+			m, _ := w.(map[string]any)
+			delete(m, "clientConfig")
+			out[fmt.Sprint(m["name"])] = m
+		}
+		return out
+	}
+	if len(local) != 2 {
+		t.Fatalf("config/local/webhooks.yaml holds %d objects, want the two webhook configurations", len(local))
+	}
+	for _, u := range local {
+		inst, ok := installed[u.GetKind()+"/"+u.GetName()]
+		if !ok {
+			t.Fatalf("config/webhook installs no %s %s", u.GetKind(), u.GetName())
+		}
+		if diff := cmp.Diff(webhooks(inst.Object), webhooks(u.Object)); diff != "" {
+			t.Errorf("%s %s differs from the installed one but for clientConfig (-installed +local):\n%s", u.GetKind(), u.GetName(), diff)
+		}
+	}
 }
 
 // checkPodUpdateCalls checks that the API server sends every update of a
