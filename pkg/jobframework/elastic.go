@@ -15,8 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
@@ -146,21 +144,14 @@ func (i *Integration) requestOfElasticPod(_ context.Context, obj client.Object) 
 // job acts on: its creation and deletion, its gate, its end, its readiness
 // and the start of its deletion. Binding and the other status updates of
 // a running pod change nothing the job reconciler reads.
-var elasticPodChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		before, ok1 := e.ObjectOld.(*corev1.Pod)
-		after, ok2 := e.ObjectNew.(*corev1.Pod)
-		if !ok1 || !ok2 {
-			return true
-		}
-		ended := func(p *corev1.Pod) bool {
-			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-		}
-		return slices.ContainsFunc(before.Spec.SchedulingGates, isElasticGate) != slices.ContainsFunc(after.Spec.SchedulingGates, isElasticGate) ||
-			ended(before) != ended(after) || podReady(before) != podReady(after) ||
-			before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
-	},
-}
+var elasticPodChanged = UpdatesThat(func(before, after *corev1.Pod) bool {
+	ended := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	}
+	return slices.ContainsFunc(before.Spec.SchedulingGates, isElasticGate) != slices.ContainsFunc(after.Spec.SchedulingGates, isElasticGate) ||
+		ended(before) != ended(after) || podReady(before) != podReady(after) ||
+		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
+})
 
 // PodWorkloadKey indexes the pods the controller caches by the Workload
 // their berth.dev/workload label names (see controller.SetupIndexes).

@@ -16,6 +16,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
@@ -191,4 +192,16 @@ func MetadataChanged(before, after client.Object) bool {
 	return !maps.Equal(before.GetLabels(), after.GetLabels()) || !maps.Equal(before.GetAnnotations(), after.GetAnnotations()) ||
 		before.GetDeletionTimestamp().IsZero() != after.GetDeletionTimestamp().IsZero() ||
 		!equality.Semantic.DeepEqual(before.GetOwnerReferences(), after.GetOwnerReferences())
+}
+
+// UpdatesThat is a predicate that passes every creation and deletion of
+// an object of type T, and the updates for which changed reports true.
+func UpdatesThat[T client.Object](changed func(before, after T) bool) predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok1 := e.ObjectOld.(T)
+			after, ok2 := e.ObjectNew.(T)
+			return !ok1 || !ok2 || changed(before, after)
+		},
+	}
 }

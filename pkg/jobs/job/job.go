@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -45,20 +43,13 @@ func init() {
 // and its counts of ready, succeeded and failed pods. The Job controller's
 // other status updates (its start time, its active and terminating pods)
 // change nothing it reads, and cost no reconcile.
-var changed = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		before, ok1 := e.ObjectOld.(*batchv1.Job)
-		after, ok2 := e.ObjectNew.(*batchv1.Job)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return jobframework.MetadataChanged(before, after) ||
-			ptr.Deref(before.Status.Ready, 0) != ptr.Deref(after.Status.Ready, 0) ||
-			before.Status.Succeeded != after.Status.Succeeded || before.Status.Failed != after.Status.Failed ||
-			!equality.Semantic.DeepEqual(before.Status.Conditions, after.Status.Conditions) ||
-			!equality.Semantic.DeepEqual(&before.Spec, &after.Spec)
-	},
-}
+var changed = jobframework.UpdatesThat(func(before, after *batchv1.Job) bool {
+	return jobframework.MetadataChanged(before, after) ||
+		ptr.Deref(before.Status.Ready, 0) != ptr.Deref(after.Status.Ready, 0) ||
+		before.Status.Succeeded != after.Status.Succeeded || before.Status.Failed != after.Status.Failed ||
+		!equality.Semantic.DeepEqual(before.Status.Conditions, after.Status.Conditions) ||
+		!equality.Semantic.DeepEqual(&before.Spec, &after.Spec)
+})
 
 // ownsPod reports whether the Job controller takes pod for one of the
 // Job's: the Job runs, and its selector matches the pod. It makes no pod

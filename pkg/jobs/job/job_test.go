@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/berth-dev/berth/pkg/jobframework"
 	utiltesting "github.com/berth-dev/berth/pkg/util/testing"
@@ -124,32 +123,20 @@ func TestHeldJobsReplacePodsOnceStopped(t *testing.T) {
 // other status updates.
 func TestChangedPassesWhatTheReconcilerReads(t *testing.T) {
 	base := utiltesting.MakeJob("j", "ns").Queue("main").Obj()
-	cases := map[string]struct {
-		change func(*batchv1.Job)
-		want   bool
-	}{
-		"started": {change: func(j *batchv1.Job) {
+	utiltesting.CheckUpdates(t, changed, base, map[string]utiltesting.UpdateCase[*batchv1.Job]{
+		"started": {Change: func(j *batchv1.Job) {
 			now := metav1.Now()
 			j.Status.StartTime, j.Status.Active, j.Status.Ready = &now, 1, ptr.To[int32](0)
 		}},
-		"a pod terminating": {change: func(j *batchv1.Job) { j.Status.Terminating = ptr.To[int32](1) }},
-		"unsuspended":       {change: func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) }, want: true},
-		"its pod ready":     {change: func(j *batchv1.Job) { j.Status.Ready = ptr.To[int32](1) }, want: true},
-		"a pod succeeded":   {change: func(j *batchv1.Job) { j.Status.Succeeded = 1 }, want: true},
-		"a pod failed":      {change: func(j *batchv1.Job) { j.Status.Failed = 1 }, want: true},
-		"complete": {change: func(j *batchv1.Job) {
+		"a pod terminating": {Change: func(j *batchv1.Job) { j.Status.Terminating = ptr.To[int32](1) }},
+		"unsuspended":       {Change: func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) }, Want: true},
+		"its pod ready":     {Change: func(j *batchv1.Job) { j.Status.Ready = ptr.To[int32](1) }, Want: true},
+		"a pod succeeded":   {Change: func(j *batchv1.Job) { j.Status.Succeeded = 1 }, Want: true},
+		"a pod failed":      {Change: func(j *batchv1.Job) { j.Status.Failed = 1 }, Want: true},
+		"complete": {Change: func(j *batchv1.Job) {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
-		}, want: true},
-		"relabelled":    {change: func(j *batchv1.Job) { j.Labels["team"] = "a" }, want: true},
-		"being deleted": {change: func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.Now()) }, want: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			after := base.DeepCopy()
-			tc.change(after)
-			if got := changed.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: after}); got != tc.want {
-				t.Errorf("passed %v, want %v", got, tc.want)
-			}
-		})
-	}
+		}, Want: true},
+		"relabelled":    {Change: func(j *batchv1.Job) { j.Labels["team"] = "a" }, Want: true},
+		"being deleted": {Change: func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.Now()) }, Want: true},
+	})
 }

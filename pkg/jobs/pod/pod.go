@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -74,22 +72,15 @@ var integration = &jobframework.Integration{
 // other updates of its status (its scheduling condition, its containers'
 // states, its IPs: three or four for a pod that starts) change nothing it
 // reads, and cost no reconcile.
-var changed = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		before, ok1 := e.ObjectOld.(*corev1.Pod)
-		after, ok2 := e.ObjectNew.(*corev1.Pod)
-		if !ok1 || !ok2 {
-			return true
-		}
-		if jobframework.MetadataChanged(before, after) || before.Status.Phase != after.Status.Phase || (*Pod)(before).PodsReady() != (*Pod)(after).PodsReady() ||
-			before.Status.Message != after.Status.Message {
-			return true
-		}
-		unbound := before.Spec
-		unbound.NodeName = after.Spec.NodeName
-		return !equality.Semantic.DeepEqual(&unbound, &after.Spec)
-	},
-}
+var changed = jobframework.UpdatesThat(func(before, after *corev1.Pod) bool {
+	if jobframework.MetadataChanged(before, after) || before.Status.Phase != after.Status.Phase || (*Pod)(before).PodsReady() != (*Pod)(after).PodsReady() ||
+		before.Status.Message != after.Status.Message {
+		return true
+	}
+	unbound := before.Spec
+	unbound.NodeName = after.Spec.NodeName
+	return !equality.Semantic.DeepEqual(&unbound, &after.Spec)
+})
 
 func init() {
 	jobframework.Register(integration)

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	berthv1alpha1 "github.com/berth-dev/berth/apis/berth/v1alpha1"
 	configv1alpha1 "github.com/berth-dev/berth/apis/config/v1alpha1"
@@ -322,39 +321,27 @@ func TestOwnedKeysChanged(t *testing.T) {
 func TestChangedPassesWhatTheReconcilerReads(t *testing.T) {
 	base := utiltesting.MakePod("p", "ns").Queue("main").Request(corev1.ResourceCPU, "1").Obj()
 	(*Pod)(base).Suspend()
-	cases := map[string]struct {
-		change func(*corev1.Pod)
-		want   bool
-	}{
-		"bound to a node": {change: func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }},
-		"scheduled": {change: func(p *corev1.Pod) {
+	utiltesting.CheckUpdates(t, changed, base, map[string]utiltesting.UpdateCase[*corev1.Pod]{
+		"bound to a node": {Change: func(p *corev1.Pod) { p.Spec.NodeName = "node-1" }},
+		"scheduled": {Change: func(p *corev1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		}},
-		"its containers started": {change: func(p *corev1.Pod) {
+		"its containers started": {Change: func(p *corev1.Pod) {
 			p.Status.PodIP = "10.0.0.1"
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Started: ptr.To(true)}}
 		}},
-		"running": {change: func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }, want: true},
-		"ready": {change: func(p *corev1.Pod) {
+		"running": {Change: func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }, Want: true},
+		"ready": {Change: func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		}, want: true},
-		"failed":           {change: func(p *corev1.Pod) { p.Status.Message = "evicted" }, want: true},
-		"its gate removed": {change: func(p *corev1.Pod) { p.Spec.SchedulingGates = nil }, want: true},
-		"labelled":         {change: func(p *corev1.Pod) { p.Labels["team"] = "a" }, want: true},
-		"annotated":        {change: func(p *corev1.Pod) { p.Annotations = map[string]string{"note": "x"} }, want: true},
-		"being deleted":    {change: func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, want: true},
-		"owned":            {change: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j"}} }, want: true},
-		"resized": {change: func(p *corev1.Pod) {
+		}, Want: true},
+		"failed":           {Change: func(p *corev1.Pod) { p.Status.Message = "evicted" }, Want: true},
+		"its gate removed": {Change: func(p *corev1.Pod) { p.Spec.SchedulingGates = nil }, Want: true},
+		"labelled":         {Change: func(p *corev1.Pod) { p.Labels["team"] = "a" }, Want: true},
+		"annotated":        {Change: func(p *corev1.Pod) { p.Annotations = map[string]string{"note": "x"} }, Want: true},
+		"being deleted":    {Change: func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, Want: true},
+		"owned":            {Change: func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: "j"}} }, Want: true},
+		"resized": {Change: func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
-		}, want: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			after := base.DeepCopy()
-			tc.change(after)
-			if got := changed.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: after}); got != tc.want {
-				t.Errorf("passed %v, want %v", got, tc.want)
-			}
-		})
-	}
+		}, Want: true},
+	})
 }
